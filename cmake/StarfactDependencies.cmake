@@ -1,0 +1,46 @@
+# Finds StarPU (pkg-config), BLAS/LAPACKE, CLI11, nlohmann-json, fmt and, when wanted, CUDA.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(STARPU REQUIRED IMPORTED_TARGET starpu-1.3)
+find_package(Threads REQUIRED)
+
+# OpenBLAS provides CBLAS; Debian's liblapacke provides LAPACKE on top of it.
+find_path(STARFACT_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas REQUIRED)
+find_path(STARFACT_LAPACKE_INCLUDE lapacke.h REQUIRED)
+find_library(STARFACT_OPENBLAS_LIB NAMES openblas REQUIRED)
+find_library(STARFACT_LAPACKE_LIB NAMES lapacke REQUIRED)
+add_library(starfact_blas INTERFACE)
+target_include_directories(starfact_blas INTERFACE ${STARFACT_CBLAS_INCLUDE} ${STARFACT_LAPACKE_INCLUDE})
+target_link_libraries(starfact_blas INTERFACE ${STARFACT_LAPACKE_LIB} ${STARFACT_OPENBLAS_LIB})
+
+find_package(CLI11 CONFIG REQUIRED)
+find_package(nlohmann_json 3 CONFIG REQUIRED)
+find_package(fmt CONFIG REQUIRED)
+
+# CUDA: only when the toolkit exists and StarPU itself was built with CUDA.
+set(STARFACT_HAVE_CUDA OFF)
+if(NOT STARFACT_CUDA STREQUAL "OFF")
+  find_file(STARFACT_STARPU_CONFIG starpu_config.h PATHS ${STARPU_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  set(_starpu_cuda OFF)
+  if(STARFACT_STARPU_CONFIG)
+    file(STRINGS ${STARFACT_STARPU_CONFIG} _use_cuda REGEX "^#define STARPU_USE_CUDA")
+    if(_use_cuda)
+      set(_starpu_cuda ON)
+    endif()
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER AND _starpu_cuda)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      # sm_90 code for the H100/H200 plus PTX so newer GPUs can JIT it.
+      set(CMAKE_CUDA_ARCHITECTURES "90-real;90-virtual")
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)
+    find_package(CUDAToolkit REQUIRED)
+    set(STARFACT_HAVE_CUDA ON)
+  elseif(STARFACT_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "STARFACT_CUDA=ON but nvcc (${CMAKE_CUDA_COMPILER}) or a CUDA-enabled StarPU "
+                        "(STARPU_USE_CUDA in ${STARFACT_STARPU_CONFIG}) is missing")
+  endif()
+endif()
+message(STATUS "starfact: CUDA implementations ${STARFACT_HAVE_CUDA}")

@@ -1,0 +1,93 @@
+// Codelet machinery: construction of codelets and models, forced implementation, submission.
+#include "codelets/codelet.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "codelets/codelets.hpp"
+#include "common/error.hpp"
+
+namespace starfact::codelets {
+namespace {
+std::atomic<Impl> g_forced{Impl::Any};
+// Every codelet file adds its name here, so the models can be listed before any task ran.
+constexpr const char* kCodeletNames[] = {"potrf", "trsm", "syrk", "gemm"};
+}  // namespace
+
+void force_impl(Impl impl) { g_forced = impl; }
+Impl forced_impl() { return g_forced.load(); }
+
+std::vector<std::string> perfmodel_symbols() {
+    std::vector<std::string> s;
+    for (const char* name : kCodeletNames)
+        for (char precision : {'s', 'd'}) s.push_back(fmt::format("starfact_{}_{}", name, precision));
+    return s;
+}
+
+namespace detail {
+
+int can_execute(unsigned workerid, starpu_task*, unsigned) {
+    switch (g_forced.load()) {
+        case Impl::Cpu: return starpu_worker_get_type(static_cast<int>(workerid)) == STARPU_CPU_WORKER;
+        case Impl::Cuda: return starpu_worker_get_type(static_cast<int>(workerid)) == STARPU_CUDA_WORKER;
+        case Impl::Any: break;
+    }
+    return 1;
+}
+
+Codelet::Codelet(const char* name, char precision, std::initializer_list<starpu_data_access_mode> modes,
+                 KernelFn cpu, KernelFn cuda, std::uint32_t (*footprint_fn)(starpu_task*))
+    : symbol_(fmt::format("starfact_{}_{}", name, precision)), name_(name) {
+    model_.type = STARPU_HISTORY_BASED;
+    model_.symbol = symbol_.c_str();
+    model_.footprint = footprint_fn;
+
+    cl_.where = STARPU_CPU;
+    cl_.cpu_funcs[0] = cpu;
+    cl_.cpu_funcs_name[0] = name_.c_str();
+#ifdef STARFACT_HAVE_CUDA
+    if (cuda) {
+        cl_.where |= STARPU_CUDA;
+        cl_.cuda_funcs[0] = cuda;
+        cl_.cuda_flags[0] = STARPU_CUDA_ASYNC;
+    }
+#else
+    (void)cuda;
+#endif
+    cl_.can_execute = can_execute;
+    cl_.nbuffers = static_cast<int>(modes.size());
+    int i = 0;
+    for (starpu_data_access_mode m : modes) cl_.modes[i++] = m;
+    cl_.model = &model_;
+    cl_.name = name_.c_str();
+}
+
+void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const void* args, std::size_t size,
+            int priority, double flops, const char* name) {
+    starpu_task* task = starpu_task_create();
+    task->cl = cl.get();
+    int i = 0;
+    for (starpu_data_handle_t h : handles) task->handles[i++] = h;
+    task->cl_arg = std::malloc(size);
+    std::memcpy(task->cl_arg, args, size);
+    task->cl_arg_size = size;
+    task->cl_arg_free = 1;
+    task->priority = priority;
+    task->flops = flops;
+    task->name = name;
+    const int ret = starpu_task_submit(task);
+    if (ret != 0) {
+        starpu_task_destroy(task);
+        if (ret == -ENODEV)
+            throw RuntimeError(fmt::format("no worker can run codelet '{}' (forced implementation or no such worker)",
+                                           cl.symbol()));
+        throw RuntimeError(fmt::format("starpu_task_submit({}) failed: {}", cl.symbol(), ret));
+    }
+}
+
+}  // namespace detail
+}  // namespace starfact::codelets

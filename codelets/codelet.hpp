@@ -1,0 +1,85 @@
+// Internal machinery shared by the codelet files: a Codelet object owning a starpu_codelet and
+// its performance model, buffer unpacking, argument footprints and task submission.
+#pragma once
+
+#include <starpu.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+
+#include "common/scalar_traits.hpp"
+#include "common/tile_view.hpp"
+
+namespace starfact::codelets::detail {
+
+using KernelFn = void (*)(void* buffers[], void* cl_arg);
+
+/// Honours force_impl(): set as every codelet's can_execute.
+int can_execute(unsigned workerid, starpu_task* task, unsigned nimpl);
+
+/// Args structs are trivially copyable and expose key(): the part of them that changes run
+/// time. The footprint is the data footprint (tile sizes) combined with that key.
+template <class Args>
+Args unpack(const void* cl_arg) {
+    Args a;
+    std::memcpy(&a, cl_arg, sizeof(Args));
+    return a;
+}
+
+template <class Args>
+std::uint32_t footprint(starpu_task* task) {
+    const std::uint32_t key = unpack<Args>(task->cl_arg).key();
+    return starpu_hash_crc32c_be(key, starpu_task_data_footprint(task));
+}
+
+/// A StarPU codelet plus its history-based performance model "starfact_<name>_<s|d>".
+class Codelet {
+public:
+    Codelet(const char* name, char precision, std::initializer_list<starpu_data_access_mode> modes, KernelFn cpu,
+            KernelFn cuda, std::uint32_t (*footprint_fn)(starpu_task*));
+    Codelet(const Codelet&) = delete;
+    Codelet& operator=(const Codelet&) = delete;
+    starpu_codelet* get() { return &cl_; }
+    const std::string& symbol() const { return symbol_; }
+
+private:
+    std::string symbol_;
+    std::string name_;
+    starpu_perfmodel model_{};
+    starpu_codelet cl_{};
+};
+
+/// Submits one task of `cl` on `handles` (in the codelet's buffer order) with a copy of
+/// `args` that StarPU frees. Throws RuntimeError if StarPU refuses it.
+void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const void* args, std::size_t size,
+            int priority, double flops, const char* name);
+
+template <class Args>
+void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const Args& args, int priority,
+            double flops) {
+    submit(cl, handles, &args, sizeof(Args), priority, flops, cl.symbol().c_str() + 9 /* skip "starfact_" */);
+}
+
+template <class T>
+TileView<T> tile(void* buffer) {
+    return {reinterpret_cast<T*>(STARPU_MATRIX_GET_PTR(buffer)), static_cast<int>(STARPU_MATRIX_GET_NX(buffer)),
+            static_cast<int>(STARPU_MATRIX_GET_NY(buffer)), static_cast<int>(STARPU_MATRIX_GET_LD(buffer))};
+}
+template <class T>
+TileView<const T> const_tile(void* buffer) {
+    const TileView<T> t = tile<T>(buffer);
+    return {t.data, t.m, t.n, t.ld};
+}
+inline int* info_ptr(void* buffer) { return reinterpret_cast<int*>(STARPU_VARIABLE_GET_PTR(buffer)); }
+
+inline std::uint32_t chars_key(char a, char b = 0, char c = 0, char d = 0) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(a)) |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(b)) << 8 |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(c)) << 16 |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(d)) << 24;
+}
+
+}  // namespace starfact::codelets::detail

@@ -1,0 +1,57 @@
+// The codelets layer's public header: task submission for every tile kernel, and a switch
+// that forces the CPU or the CUDA implementation (used by tests and benchmarks).
+#pragma once
+
+#include <starpu.h>
+
+#include <string>
+#include <vector>
+
+namespace starfact::codelets {
+
+enum class Impl { Any, Cpu, Cuda };
+
+/// Restricts every codelet to one kind of worker from now on (Impl::Any lifts it).
+/// Submitting while no worker of the forced kind exists throws RuntimeError.
+void force_impl(Impl impl);
+Impl forced_impl();
+
+/// Forces an implementation for the lifetime of the object.
+class ScopedImpl {
+public:
+    explicit ScopedImpl(Impl impl) : previous_(forced_impl()) { force_impl(impl); }
+    ~ScopedImpl() { force_impl(previous_); }
+    ScopedImpl(const ScopedImpl&) = delete;
+    ScopedImpl& operator=(const ScopedImpl&) = delete;
+
+private:
+    Impl previous_;
+};
+
+/// The performance-model symbols of every codelet, e.g. "starfact_potrf_d".
+std::vector<std::string> perfmodel_symbols();
+
+// Each submit_* inserts one task; handles are StarPU matrix handles of tiles except `info`,
+// a variable handle holding one int. Access modes are fixed by the codelet. LAPACK argument
+// characters throughout. Throws RuntimeError if StarPU refuses the task.
+
+/// POTRF: A = L L^T ('L') or U^T U ('U') in place; writes LAPACK's local info to `info`.
+template <class T>
+void submit_potrf(char uplo, starpu_data_handle_t A, starpu_data_handle_t info, int priority);
+
+/// TRSM: B = alpha op(A)^{-1} B (side 'L') or alpha B op(A)^{-1} (side 'R').
+template <class T>
+void submit_trsm(char side, char uplo, char transa, char diag, T alpha, starpu_data_handle_t A,
+                 starpu_data_handle_t B, int priority);
+
+/// SYRK: C = alpha A A^T + beta C ('N') or alpha A^T A + beta C ('T'), uplo triangle of C.
+template <class T>
+void submit_syrk(char uplo, char trans, T alpha, starpu_data_handle_t A, T beta, starpu_data_handle_t C,
+                 int priority);
+
+/// GEMM: C = alpha op(A) op(B) + beta C.
+template <class T>
+void submit_gemm(char transa, char transb, T alpha, starpu_data_handle_t A, starpu_data_handle_t B, T beta,
+                 starpu_data_handle_t C, int priority);
+
+}  // namespace starfact::codelets

@@ -1,0 +1,71 @@
+// Per-CUDA-worker cuSOLVER handles and workspace, created on each worker's own thread.
+#include "common/cuda_workers.hpp"
+
+#include <starpu.h>
+#include <starpu_cublas_v2.h>
+
+#include <array>
+
+#include "common/kernel_error.hpp"
+
+namespace starfact::cuda {
+namespace {
+struct WorkerState {
+    cusolverDnHandle_t solver = nullptr;
+    cusolverDnParams_t params = nullptr;
+    void* buffer = nullptr;
+    std::size_t bytes = 0;
+};
+std::array<WorkerState, STARPU_NMAXWORKERS> g_state;
+
+void init_one(void*) {
+    WorkerState& s = g_state[starpu_worker_get_id_check()];
+    cusolverStatus_t st = cusolverDnCreate(&s.solver);
+    if (st != CUSOLVER_STATUS_SUCCESS) {
+        record_kernel_error("cusolverDnCreate", st);
+        s.solver = nullptr;
+        return;
+    }
+    cusolverDnSetStream(s.solver, starpu_cuda_get_local_stream());
+    if (cusolverDnCreateParams(&s.params) != CUSOLVER_STATUS_SUCCESS) record_kernel_error("cusolverDnCreateParams", 0);
+}
+
+void shutdown_one(void*) {
+    WorkerState& s = g_state[starpu_worker_get_id_check()];
+    if (s.buffer) {
+        cudaStreamSynchronize(starpu_cuda_get_local_stream());
+        cudaFree(s.buffer);
+    }
+    if (s.params) cusolverDnDestroyParams(s.params);
+    if (s.solver) cusolverDnDestroy(s.solver);
+    s = WorkerState{};
+}
+}  // namespace
+
+void init_workers() { starpu_execute_on_each_worker(init_one, nullptr, STARPU_CUDA); }
+void shutdown_workers() { starpu_execute_on_each_worker(shutdown_one, nullptr, STARPU_CUDA); }
+
+cudaStream_t stream() { return starpu_cuda_get_local_stream(); }
+cublasHandle_t blas_handle() { return starpu_cublas_get_local_handle(); }
+cusolverDnHandle_t solver_handle() { return g_state[starpu_worker_get_id_check()].solver; }
+cusolverDnParams_t solver_params() { return g_state[starpu_worker_get_id_check()].params; }
+
+void* workspace(std::size_t bytes) {
+    WorkerState& s = g_state[starpu_worker_get_id_check()];
+    if (bytes <= s.bytes) return s.buffer;
+    // Tasks already queued on this stream may still use the old buffer.
+    cudaStreamSynchronize(starpu_cuda_get_local_stream());
+    if (s.buffer) cudaFree(s.buffer);
+    s.buffer = nullptr;
+    s.bytes = 0;
+    const std::size_t grown = bytes + bytes / 4;
+    if (cudaMalloc(&s.buffer, grown) != cudaSuccess) {
+        cudaGetLastError();
+        s.buffer = nullptr;
+        return nullptr;
+    }
+    s.bytes = grown;
+    return s.buffer;
+}
+
+}  // namespace starfact::cuda

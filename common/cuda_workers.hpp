@@ -1,0 +1,28 @@
+// Per-CUDA-worker resources that StarPU does not provide: cuSOLVER handles and a growing
+// device workspace. Only called from codelets running on a CUDA worker (and the Runtime).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cusolverDn.h>
+
+#include <cstddef>
+#include <string>
+
+namespace starfact::cuda {
+
+void init_workers();
+void shutdown_workers();
+
+/// The calling CUDA worker's stream (StarPU's per-worker stream).
+cudaStream_t stream();
+/// The calling worker's cuBLAS handle (StarPU's, bound to stream()).
+cublasHandle_t blas_handle();
+/// The calling worker's cuSOLVER handle, bound to stream().
+cusolverDnHandle_t solver_handle();
+cusolverDnParams_t solver_params();
+/// A device buffer of at least `bytes` owned by the calling worker; valid until the next call.
+/// Growing it synchronizes the worker's stream first. Returns nullptr if allocation fails.
+void* workspace(std::size_t bytes);
+
+}  // namespace starfact::cuda

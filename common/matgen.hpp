@@ -1,0 +1,24 @@
+// Deterministic test matrices (column-major, host): uniform random, SPD, SPD with a planted
+// non-positive leading minor. The same seed gives the same matrix on every machine.
+#pragma once
+
+#include <cstdint>
+
+namespace starfact::matgen {
+
+/// A(i, j) uniform in [-1, 1), a counter-based function of (seed, i, j): order-independent.
+template <class T>
+void uniform(int m, int n, std::uint64_t seed, T* A, int lda);
+
+/// A random symmetric positive definite matrix: B + B^T + n I with B uniform in [-1, 1),
+/// both triangles filled. Its condition number is small (diagonal dominance).
+template <class T>
+void spd(int n, std::uint64_t seed, T* A, int lda);
+
+/// A symmetric matrix whose leading minors 1..k-1 are positive and minor k is negative, so
+/// Cholesky fails with info = k exactly (1 <= k <= n). Built as L D L^T with L unit lower
+/// triangular with small random entries and D = diag(1 + u_i) except D(k-1) = -1.
+template <class T>
+void spd_failing_at(int n, int k, std::uint64_t seed, T* A, int lda);
+
+}  // namespace starfact::matgen

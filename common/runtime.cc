@@ -1,0 +1,154 @@
+// Runtime: starts and stops StarPU, picks the default scheduler, sets up per-worker handles.
+#include "common/runtime.hpp"
+
+#include <cblas.h>
+#include <starpu.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.hpp"
+#ifdef STARFACT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "common/cuda_workers.hpp"
+#endif
+
+namespace starfact {
+namespace {
+std::atomic<bool> g_active{false};
+
+bool env_set(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0';
+}
+
+int visible_cuda_devices() {
+#ifdef STARFACT_HAVE_CUDA
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky "no driver" error
+        return 0;
+    }
+    return count;
+#else
+    return 0;
+#endif
+}
+}  // namespace
+
+Runtime::Runtime(const RuntimeOptions& options) {
+    if (g_active.exchange(true)) throw RuntimeError("a starfact::Runtime already exists in this process");
+    starpu_conf conf;
+    starpu_conf_init(&conf);
+    if (options.ncpu >= 0) conf.ncpus = options.ncpu;
+    if (options.ncuda >= 0) conf.ncuda = options.ncuda;
+    // STARPU_SCHED always wins (StarPU reads it after the conf); otherwise dmdas when a GPU
+    // worker can exist, since its calibrated models place work by measured speed.
+    std::string sched = options.sched;
+    if (sched.empty() && !env_set("STARPU_SCHED") && options.ncuda != 0 && visible_cuda_devices() > 0)
+        sched = "dmdas";
+    if (!sched.empty()) conf.sched_policy_name = sched.c_str();
+    // CPU workers each run single-threaded BLAS; StarPU provides the parallelism.
+    openblas_set_num_threads(1);
+    const int ret = starpu_init(&conf);
+    if (ret != 0) {
+        g_active = false;
+        if (ret == -ENODEV)
+            throw RuntimeError(
+                "StarPU found no worker to run tasks on (check STARPU_NCPU / STARPU_NCUDA and the GPUs visible)");
+        throw RuntimeError(fmt::format("starpu_init failed: {}", std::strerror(-ret)));
+    }
+    if (options.profiling) starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+#ifdef STARFACT_HAVE_CUDA
+    if (starpu_cuda_worker_get_count() > 0) {
+        starpu_cublas_init();
+        cuda::init_workers();
+    }
+#endif
+}
+
+Runtime::~Runtime() {
+    starpu_task_wait_for_all();
+#ifdef STARFACT_HAVE_CUDA
+    if (starpu_cuda_worker_get_count() > 0) {
+        cuda::shutdown_workers();
+        starpu_cublas_shutdown();
+    }
+#endif
+    starpu_shutdown();
+    g_active = false;
+}
+
+int Runtime::ncpu() const { return static_cast<int>(starpu_cpu_worker_get_count()); }
+int Runtime::ncuda() const { return static_cast<int>(starpu_cuda_worker_get_count()); }
+
+std::string Runtime::scheduler() const {
+    starpu_sched_policy* policy = starpu_sched_ctx_get_sched_policy(0 /* the initial context */);
+    return policy && policy->policy_name ? policy->policy_name : "unknown";
+}
+
+std::vector<WorkerInfo> Runtime::workers() const {
+    std::vector<WorkerInfo> out;
+    const unsigned n = starpu_worker_get_count();
+    for (unsigned w = 0; w < n; ++w) {
+        char name[256];
+        starpu_worker_get_name(static_cast<int>(w), name, sizeof(name));
+        const auto type = starpu_worker_get_type(static_cast<int>(w));
+        out.push_back({static_cast<int>(w), type == STARPU_CUDA_WORKER ? "cuda" : type == STARPU_CPU_WORKER ? "cpu" : "other",
+                       name});
+    }
+    return out;
+}
+
+std::string Runtime::perfmodel_dir() {
+    if (env_set("STARPU_PERF_MODEL_DIR")) return std::getenv("STARPU_PERF_MODEL_DIR");
+    std::string home;
+    if (env_set("STARPU_HOME"))
+        home = std::getenv("STARPU_HOME");
+    else if (env_set("HOME"))
+        home = std::getenv("HOME");
+    return home + "/.starpu/sampling";
+}
+
+std::string Runtime::starpu_version() {
+    int major = 0, minor = 0, release = 0;
+    starpu_get_version(&major, &minor, &release);
+    return fmt::format("{}.{}.{}", major, minor, release);
+}
+
+bool Runtime::active() { return g_active.load(); }
+
+}  // namespace starfact
+
+// ---- kernel errors ------------------------------------------------------------------------
+#include <mutex>
+
+#include "common/kernel_error.hpp"
+
+namespace starfact {
+namespace {
+std::mutex g_error_mutex;
+std::string g_error;
+}  // namespace
+
+void record_kernel_error(const char* what, long code) {
+    std::lock_guard<std::mutex> lock(g_error_mutex);
+    if (g_error.empty()) g_error = fmt::format("{} failed with status {}", what, code);
+}
+
+std::string take_kernel_error() {
+    std::lock_guard<std::mutex> lock(g_error_mutex);
+    std::string e;
+    e.swap(g_error);
+    return e;
+}
+
+void throw_if_kernel_error() {
+    std::string e = take_kernel_error();
+    if (!e.empty()) throw RuntimeError("a kernel failed: " + e);
+}
+
+}  // namespace starfact

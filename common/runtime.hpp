@@ -1,0 +1,48 @@
+// Runtime: RAII owner of StarPU (starpu_init/starpu_shutdown) and the per-worker cuBLAS and
+// cuSOLVER handles. Create one before any TileMatrix and destroy it after the last one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace starfact {
+
+/// What the caller wants of the runtime; every field left at its default defers to StarPU's
+/// environment variables (STARPU_NCPU, STARPU_NCUDA, STARPU_SCHED, ...), which always win.
+struct RuntimeOptions {
+    int ncpu = -1;          ///< CPU workers; -1: StarPU's choice or STARPU_NCPU
+    int ncuda = -1;         ///< CUDA workers; -1: StarPU's choice or STARPU_NCUDA
+    std::string sched;      ///< scheduler when STARPU_SCHED is unset; empty: dmdas if a GPU exists
+    bool profiling = false; ///< turn StarPU's task profiling on (traces)
+};
+
+/// One worker as StarPU sees it.
+struct WorkerInfo {
+    int id;
+    std::string kind;  ///< "cpu" or "cuda"
+    std::string name;  ///< StarPU's description, e.g. "CUDA 0 (NVIDIA H100 80GB HBM3 79.1 GiB 01:00.0)"
+};
+
+class Runtime {
+public:
+    /// Starts StarPU; throws RuntimeError with StarPU's reason if it cannot start (for example
+    /// no worker at all). Only one Runtime may exist at a time.
+    explicit Runtime(const RuntimeOptions& options = {});
+    ~Runtime();
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+    Runtime(Runtime&&) = delete;
+    Runtime& operator=(Runtime&&) = delete;
+
+    int ncpu() const;
+    int ncuda() const;
+    std::string scheduler() const;
+    std::vector<WorkerInfo> workers() const;
+    /// The directory holding the performance models (STARPU_PERF_MODEL_DIR or $STARPU_HOME/.starpu/sampling).
+    static std::string perfmodel_dir();
+    static std::string starpu_version();
+    /// True while a Runtime exists.
+    static bool active();
+};
+
+}  // namespace starfact

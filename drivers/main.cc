@@ -1,0 +1,42 @@
+// starfact: the command line. One subcommand per operation; StarPU's environment variables
+// configure the runtime. Exit codes: 0 all checks passed, 2 usage error, else failed checks.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "drivers/commands.hpp"
+
+int main(int argc, char** argv) {
+    using namespace starfact;
+    CLI::App app{"starfact: tile and batched dense factorizations on CPUs and NVIDIA GPUs, scheduled by StarPU.\n"
+                 "Runtime configuration comes from StarPU's environment variables (STARPU_NCPU, STARPU_NCUDA,\n"
+                 "STARPU_SCHED, STARPU_CALIBRATE, STARPU_HOME, ...).",
+                 "starfact"};
+    app.require_subcommand(1);
+    cli::Run run;
+    cli::add_info_command(app, run);
+    cli::add_cholesky_commands(app, run);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        fmt::print(stderr, "starfact: {}\nRun 'starfact --help' or 'starfact <command> --help'.\n", e.what());
+        return 2;
+    }
+    try {
+        return run ? run() : 2;
+    } catch (const ArgumentError& e) {
+        fmt::print(stderr, "starfact: {}\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "starfact: error: {}\n", e.what());
+        return 1;
+    }
+}

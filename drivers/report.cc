@@ -1,0 +1,61 @@
+// Reporter: table, CSV and JSON-lines output of configuration and results.
+#include "drivers/report.hpp"
+
+#include <fmt/format.h>
+
+namespace starfact::cli {
+
+Reporter::Reporter(Format format, std::vector<std::string> columns, std::FILE* out)
+    : format_(format), columns_(std::move(columns)), out_(out) {}
+
+void Reporter::header(const nlohmann::ordered_json& config) {
+    if (format_ == Format::Json) {
+        nlohmann::ordered_json j = config;
+        j["record"] = "config";
+        fmt::print(out_, "{}\n", j.dump());
+    } else {
+        for (auto it = config.begin(); it != config.end(); ++it) fmt::print(out_, "# {}: {}\n", it.key(), cell(*it));
+    }
+    std::fflush(out_);
+}
+
+std::string Reporter::cell(const nlohmann::ordered_json& v) const {
+    if (v.is_null()) return "-";
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_float()) {
+        const double d = v.get<double>();
+        return fmt::format("{:.4g}", d);
+    }
+    if (v.is_array()) {
+        std::string s;
+        for (const auto& e : v) s += (s.empty() ? "" : "; ") + cell(e);
+        return s;
+    }
+    return v.dump();
+}
+
+void Reporter::row(const nlohmann::ordered_json& values) {
+    if (format_ == Format::Json) {
+        nlohmann::ordered_json j = values;
+        j["record"] = "result";
+        fmt::print(out_, "{}\n", j.dump());
+        std::fflush(out_);
+        return;
+    }
+    const bool csv = format_ == Format::Csv;
+    if (!printed_columns_) {
+        std::string line;
+        for (const auto& c : columns_) line += csv ? (line.empty() ? c : "," + c) : fmt::format("{:>12}", c);
+        fmt::print(out_, "{}\n", line);
+        printed_columns_ = true;
+    }
+    std::string line;
+    for (const auto& c : columns_) {
+        const std::string v = values.contains(c) ? cell(values.at(c)) : "-";
+        line += csv ? (line.empty() ? v : "," + v) : fmt::format("{:>12}", v);
+    }
+    fmt::print(out_, "{}\n", line);
+    std::fflush(out_);
+}
+
+}  // namespace starfact::cli

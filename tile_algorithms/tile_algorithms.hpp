@@ -1,0 +1,5 @@
+// The tile_algorithms layer's public header.
+#pragma once
+
+#include "tile_algorithms/cholesky.hpp"
+#include "tile_algorithms/tile_matrix.hpp"

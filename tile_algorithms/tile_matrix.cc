@@ -1,0 +1,161 @@
+// TileMatrix: pinned tile storage, per-tile StarPU handles, LAPACK layout conversion.
+#include "tile_algorithms/tile_matrix.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/runtime.hpp"
+
+namespace starfact {
+
+template <class T>
+TileMatrix<T>::TileMatrix(int m, int n, int nb) {
+    require(m >= 0, "m", fmt::format("must be >= 0, got {}", m));
+    require(n >= 0, "n", fmt::format("must be >= 0, got {}", n));
+    require(nb >= 1, "nb", fmt::format("must be >= 1, got {}", nb));
+    if (!Runtime::active()) throw RuntimeError("TileMatrix needs a running starfact::Runtime");
+    m_ = m;
+    n_ = n;
+    nb_ = nb;
+    mt_ = (m + nb - 1) / nb;
+    nt_ = (n + nb - 1) / nb;
+    bytes_ = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * sizeof(T);
+    if (bytes_ > 0) {
+        // starpu_malloc pins the memory when CUDA workers exist, so transfers are asynchronous.
+        void* p = nullptr;
+        if (starpu_malloc(&p, bytes_) != 0 || p == nullptr)
+            throw RuntimeError(fmt::format("cannot allocate {:.2f} GiB for a {} x {} matrix",
+                                           static_cast<double>(bytes_) / (1 << 30), m, n));
+        storage_ = static_cast<T*>(p);
+    }
+    handles_.resize(static_cast<std::size_t>(mt_) * nt_);
+    for (int j = 0; j < nt_; ++j)
+        for (int i = 0; i < mt_; ++i)
+            starpu_matrix_data_register(&handles_[i + static_cast<std::size_t>(j) * mt_], STARPU_MAIN_RAM,
+                                        reinterpret_cast<uintptr_t>(tile_ptr(i, j)), tile_m(i), tile_m(i), tile_n(j),
+                                        sizeof(T));
+}
+
+// Tile column j holds m x tile_n(j) elements; inside it, tile i is contiguous with ld = tile_m(i).
+template <class T>
+T* TileMatrix<T>::tile_ptr(int i, int j) const {
+    const std::size_t col_block = static_cast<std::size_t>(j) * nb_ * m_;
+    return storage_ + col_block + static_cast<std::size_t>(i) * nb_ * tile_n(j);
+}
+
+template <class T>
+void TileMatrix<T>::release() noexcept {
+    for (starpu_data_handle_t h : handles_) starpu_data_unregister(h);
+    handles_.clear();
+    if (storage_) starpu_free(storage_);
+    storage_ = nullptr;
+}
+
+template <class T>
+TileMatrix<T>::~TileMatrix() {
+    release();
+}
+
+template <class T>
+TileMatrix<T>::TileMatrix(TileMatrix&& o) noexcept
+    : m_(o.m_), n_(o.n_), nb_(o.nb_), mt_(o.mt_), nt_(o.nt_), storage_(o.storage_), bytes_(o.bytes_),
+      handles_(std::move(o.handles_)) {
+    o.storage_ = nullptr;
+    o.handles_.clear();
+    o.m_ = o.n_ = o.mt_ = o.nt_ = 0;
+}
+
+template <class T>
+TileMatrix<T>& TileMatrix<T>::operator=(TileMatrix&& o) noexcept {
+    if (this != &o) {
+        release();
+        m_ = o.m_, n_ = o.n_, nb_ = o.nb_, mt_ = o.mt_, nt_ = o.nt_;
+        storage_ = o.storage_;
+        bytes_ = o.bytes_;
+        handles_ = std::move(o.handles_);
+        o.storage_ = nullptr;
+        o.handles_.clear();
+        o.m_ = o.n_ = o.mt_ = o.nt_ = 0;
+    }
+    return *this;
+}
+
+template <class T>
+void TileMatrix<T>::from_lapack(const T* A, int lda) {
+    require(lda >= std::max(1, m_), "lda", fmt::format("must be >= max(1, m) = {}, got {}", std::max(1, m_), lda));
+    require(A != nullptr || m_ * static_cast<long>(n_) == 0, "A", "null pointer for a non-empty matrix");
+    for (int j = 0; j < nt_; ++j)
+        for (int i = 0; i < mt_; ++i) {
+            starpu_data_handle_t h = (*this)(i, j);
+            starpu_data_acquire(h, STARPU_W);
+            T* t = tile_ptr(i, j);
+            const int tm = tile_m(i);
+            for (int c = 0; c < tile_n(j); ++c)
+                std::memcpy(t + static_cast<std::size_t>(c) * tm,
+                            A + static_cast<std::size_t>(i) * nb_ + (static_cast<std::size_t>(j) * nb_ + c) * lda,
+                            sizeof(T) * tm);
+            starpu_data_release(h);
+        }
+}
+
+template <class T>
+void TileMatrix<T>::to_lapack(T* A, int lda) const {
+    require(lda >= std::max(1, m_), "lda", fmt::format("must be >= max(1, m) = {}, got {}", std::max(1, m_), lda));
+    require(A != nullptr || m_ * static_cast<long>(n_) == 0, "A", "null pointer for a non-empty matrix");
+    for (int j = 0; j < nt_; ++j)
+        for (int i = 0; i < mt_; ++i) {
+            starpu_data_handle_t h = (*this)(i, j);
+            starpu_data_acquire(h, STARPU_R);
+            const T* t = tile_ptr(i, j);
+            const int tm = tile_m(i);
+            for (int c = 0; c < tile_n(j); ++c)
+                std::memcpy(A + static_cast<std::size_t>(i) * nb_ + (static_cast<std::size_t>(j) * nb_ + c) * lda,
+                            t + static_cast<std::size_t>(c) * tm, sizeof(T) * tm);
+            starpu_data_release(h);
+        }
+}
+
+template <class T>
+void TileMatrix<T>::fetch_to(unsigned node) const {
+    for (starpu_data_handle_t h : handles_) starpu_data_fetch_on_node(h, node, 1);
+    for (starpu_data_handle_t h : handles_) starpu_data_fetch_on_node(h, node, 0);
+}
+
+template class TileMatrix<float>;
+template class TileMatrix<double>;
+
+// ---- InfoVector ---------------------------------------------------------------------------
+InfoVector::InfoVector(int count) : handles_(static_cast<std::size_t>(std::max(count, 0))) {
+    if (count <= 0) return;
+    void* p = nullptr;
+    if (starpu_malloc(&p, sizeof(int) * count) != 0) throw RuntimeError("cannot allocate the info vector");
+    values_ = static_cast<int*>(p);
+    for (int k = 0; k < count; ++k) {
+        values_[k] = 0;
+        starpu_variable_data_register(&handles_[k], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(values_ + k),
+                                      sizeof(int));
+    }
+}
+
+InfoVector::~InfoVector() {
+    for (starpu_data_handle_t h : handles_) starpu_data_unregister(h);
+    if (values_) starpu_free(values_);
+}
+
+int InfoVector::global_info(int nb) const {
+    int info = 0;
+    for (std::size_t k = 0; k < handles_.size(); ++k) {
+        starpu_data_acquire(handles_[k], STARPU_R);
+        const int local = values_[k];
+        starpu_data_release(handles_[k]);
+        if (local > 0 && info == 0) info = static_cast<int>(k) * nb + local;
+    }
+    return info;
+}
+
+}  // namespace starfact

@@ -1,0 +1,70 @@
+// TileMatrix<T>: an m x n matrix stored as nb x nb tiles in pinned memory, one StarPU handle
+// per tile; edge tiles are smaller when m or n is not a multiple of nb.
+#pragma once
+
+#include <starpu.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace starfact {
+
+template <class T>
+class TileMatrix {
+public:
+    /// An m x n matrix in nb x nb tiles (m, n >= 0, nb >= 1), uninitialised. A Runtime must
+    /// exist; the TileMatrix must be destroyed before it. Throws ArgumentError on bad sizes.
+    TileMatrix(int m, int n, int nb);
+    ~TileMatrix();
+    TileMatrix(TileMatrix&& other) noexcept;
+    TileMatrix& operator=(TileMatrix&& other) noexcept;
+    TileMatrix(const TileMatrix&) = delete;
+    TileMatrix& operator=(const TileMatrix&) = delete;
+
+    int m() const { return m_; }
+    int n() const { return n_; }
+    int nb() const { return nb_; }
+    int mt() const { return mt_; }  ///< tile rows
+    int nt() const { return nt_; }  ///< tile columns
+    int tile_m(int i) const { return i + 1 < mt_ ? nb_ : m_ - i * nb_; }
+    int tile_n(int j) const { return j + 1 < nt_ ? nb_ : n_ - j * nb_; }
+
+    /// The StarPU handle of tile (i, j).
+    starpu_data_handle_t operator()(int i, int j) const { return handles_[i + static_cast<std::size_t>(j) * mt_]; }
+
+    /// Copies A (column-major, lda >= max(1, m)) into the tiles. Waits for tasks using them.
+    void from_lapack(const T* A, int lda);
+    /// Copies the tiles into A (column-major, lda >= max(1, m)). Waits for tasks writing them.
+    void to_lapack(T* A, int lda) const;
+    /// Moves every tile onto StarPU memory node `node` (e.g. a GPU's) and waits; benchmarks
+    /// use it to start from device-resident data like the vendor library they compare with.
+    void fetch_to(unsigned node) const;
+
+private:
+    void release() noexcept;
+    T* tile_ptr(int i, int j) const;
+
+    int m_ = 0, n_ = 0, nb_ = 1, mt_ = 0, nt_ = 0;
+    T* storage_ = nullptr;
+    std::size_t bytes_ = 0;
+    std::vector<starpu_data_handle_t> handles_;
+};
+
+/// One int per diagonal tile, as StarPU data, for LAPACK-style info from factorization tasks.
+class InfoVector {
+public:
+    explicit InfoVector(int count);
+    ~InfoVector();
+    InfoVector(const InfoVector&) = delete;
+    InfoVector& operator=(const InfoVector&) = delete;
+    starpu_data_handle_t operator[](int k) const { return handles_[k]; }
+    /// Waits for the writers and returns the smallest global index nb*k + info_k over the
+    /// tiles whose local info_k is nonzero (LAPACK's convention), or 0.
+    int global_info(int nb) const;
+
+private:
+    int* values_ = nullptr;
+    std::vector<starpu_data_handle_t> handles_;
+};
+
+}  // namespace starfact
