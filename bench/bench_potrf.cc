@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <vector>
@@ -88,11 +89,14 @@ int main(int argc, char** argv) {
     std::vector<int> sizes{8192, 16384, 32768, 40000};
     std::vector<int> nbs{512, 1024, 2048};
     int reps = 3;
+    int warmup = 2;
     bool check = true;
     std::string out_path;
     app.add_option("--sizes", sizes, "Matrix orders")->delimiter(',');
     app.add_option("--nb", nbs, "Tile sizes to try (the best is reported)")->delimiter(',');
     app.add_option("--reps", reps, "Timed repetitions per point (median reported)")->check(CLI::PositiveNumber);
+    app.add_option("--warmup", warmup, "Untimed runs per point first (they also calibrate StarPU's models)")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--check", check, "Probe residual of every starfact factor (O(n^2))");
     app.add_option("--json", out_path, "Also write JSON lines to this file");
     CLI11_PARSE(app, argc, argv);
@@ -107,8 +111,10 @@ int main(int argc, char** argv) {
 
     Runtime rt;
     const unsigned gpu_node = first_cuda_node();
+    auto env = [](const char* name) { const char* v = std::getenv(name); return std::string(v ? v : ""); };
     emit({{"record", "config"}, {"sched", rt.scheduler()}, {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()},
-          {"starpu", Runtime::starpu_version()}});
+          {"starpu", Runtime::starpu_version()}, {"STARPU_NWORKER_PER_CUDA", env("STARPU_NWORKER_PER_CUDA")},
+          {"STARPU_CUDA_PIPELINE", env("STARPU_CUDA_PIPELINE")}, {"STARPU_NCPU", env("STARPU_NCPU")}});
     if (rt.ncuda() == 0) {
         fmt::print(stderr, "bench_potrf: no CUDA worker\n");
         return 1;
@@ -128,7 +134,7 @@ int main(int argc, char** argv) {
             int info = -1;
             double residual = -1;
             double h2d = 0;
-            for (int r = 0; r < reps + 1; ++r) {  // the first run warms up and calibrates
+            for (int r = 0; r < warmup + reps; ++r) {
                 TileMatrix<double> tA(n, n, nb);
                 tA.from_lapack(A.data(), n);
                 const auto c0 = std::chrono::steady_clock::now();
@@ -137,8 +143,8 @@ int main(int argc, char** argv) {
                 const auto t0 = std::chrono::steady_clock::now();
                 info = potrf('L', tA);
                 const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                if (r > 0) t.push_back(secs);
-                if (check && r == reps) {
+                if (r >= warmup) t.push_back(secs);
+                if (check && r == warmup + reps - 1) {
                     std::vector<double> F(A.size());
                     tA.to_lapack(F.data(), n);
                     residual = checks::potrf_probe_residual('L', n, A.data(), n, F.data(), n, 7);

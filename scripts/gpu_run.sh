@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, with bundle/ carried: the GPU test suite,
+# a CLI check and the Cholesky benchmark against cuSOLVER. Results go to $OUT (or out/).
+# Usage: bash scripts/gpu_run.sh [tests] [cli] [bench] [bench-args...]   (default: all three)
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${OUT:-$root/out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$root/bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+bin=$root/bundle/bin
+steps=()
+bench_args=()
+for a in "$@"; do
+    case "$a" in tests|cli|bench) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
+done
+[ ${#steps[@]} -eq 0 ] && steps=(tests cli bench)
+
+# One StarPU home for the run; its bus calibration seeds every test's own home.
+export STARPU_HOME=$(mktemp -d /tmp/starfact-home.XXXXXX)
+{
+    echo "date: $(date -u +%FT%TZ)"
+    echo "commit: $(cat "$root/bundle/commit.txt" 2>/dev/null)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    nproc
+    ldd "$bin/starfact" | grep -E "not found|starpu|openblas|lapacke|hwloc|fmt|cublas|cusolver"
+} > "$out/machine.txt" 2>&1
+"$bin/starfact" info > "$out/info.txt" 2>&1
+export STARFACT_TEST_BUS_SEED=$STARPU_HOME/.starpu
+
+status=0
+for step in "${steps[@]}"; do
+    case "$step" in
+    tests)
+        for t in "$bin"/test_*; do
+            name=$(basename "$t")
+            echo "== $name" | tee -a "$out/tests.txt"
+            "$t" --gtest_brief=0 > "$out/$name.log" 2>&1
+            rc=$?
+            tail -n 5 "$out/$name.log" | tee -a "$out/tests.txt"
+            grep -E "^\[  SKIPPED \]|^\[  FAILED  \]" "$out/$name.log" | sort | uniq -c | tee -a "$out/tests.txt"
+            [ $rc -ne 0 ] && status=1
+        done
+        ;;
+    cli)
+        "$bin/starfact" potrf -n 8192 --nb 1024 --check --niter 3 > "$out/cli_potrf.txt" 2>&1 || status=1
+        "$bin/starfact" posv -n 8192 --nb 1024 --nrhs 16 --check --format json > "$out/cli_posv.json" 2>&1 || status=1
+        "$bin/starfact" potrf -n 4096 --nb 512 --uplo U --prec s --check > "$out/cli_potrf_s_upper.txt" 2>&1 || status=1
+        ;;
+    bench)
+        "$bin/bench_potrf" --json "$out/bench_potrf.jsonl" "${bench_args[@]}" > "$out/bench_potrf.txt" 2>&1 || status=1
+        ;;
+    esac
+done
+cp -r "$STARPU_HOME/.starpu/sampling/codelets" "$out/perfmodels" 2>/dev/null
+exit $status
