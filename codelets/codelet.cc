@@ -81,6 +81,7 @@ void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, co
     task->name = name;
     const int ret = starpu_task_submit(task);
     if (ret != 0) {
+        task->destroy = 0;  // a refused task is ours to free
         starpu_task_destroy(task);
         if (ret == -ENODEV)
             throw RuntimeError(fmt::format("no worker can run codelet '{}' (forced implementation or no such worker)",

@@ -36,7 +36,12 @@ void potrf_cuda(void* buffers[], void* cl_arg) noexcept {
         return;
     }
     const cusolverStatus_t st = cuda::potrf(h, p, a.uplo, A, dinfo, work, bytes);
-    if (st != CUSOLVER_STATUS_SUCCESS) record_kernel_error("cusolverDnXpotrf", st);
+    if (st != CUSOLVER_STATUS_SUCCESS) {
+        record_kernel_error("cusolverDnXpotrf", st);
+        return;
+    }
+    const cudaError_t ce = cuda::potrf_nan_info(TileView<const T>{A.data, A.m, A.n, A.ld}, dinfo, cuda::stream());
+    if (ce != cudaSuccess) record_kernel_error("potrf NaN pivot check", ce);
 }
 template <class T>
 constexpr detail::KernelFn potrf_cuda_fn = potrf_cuda<T>;

@@ -5,6 +5,10 @@
 #include <cblas.h>
 #include <lapacke.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
 // cblas.h (OpenBLAS) also declares openblas_set_num_threads: CPU workers run single-threaded
 // BLAS; host-side checks may use every core.
 
@@ -66,17 +70,23 @@ inline int potrs(char uplo, int n, int nrhs, const float* A, int lda, float* B, 
     return LAPACKE_spotrs_work(LAPACK_COL_MAJOR, uplo, n, nrhs, A, lda, B, ldb);
 }
 /// Norms as LAPACK's lange: 'M' max abs, 'O'/'1' one norm, 'I' infinity norm, 'F' Frobenius.
+/// The _work entry points are used because the plain LAPACKE ones return -5 (not NaN) when
+/// the input holds a NaN, which would let a NaN residual pass a check.
 inline double lange(char norm, int m, int n, const double* A, int lda) {
-    return LAPACKE_dlange(LAPACK_COL_MAJOR, norm, m, n, A, lda);
+    std::vector<double> work(static_cast<std::size_t>(std::max(1, m)));
+    return LAPACKE_dlange_work(LAPACK_COL_MAJOR, norm, m, n, A, lda, work.data());
 }
 inline float lange(char norm, int m, int n, const float* A, int lda) {
-    return LAPACKE_slange(LAPACK_COL_MAJOR, norm, m, n, A, lda);
+    std::vector<float> work(static_cast<std::size_t>(std::max(1, m)));
+    return LAPACKE_slange_work(LAPACK_COL_MAJOR, norm, m, n, A, lda, work.data());
 }
 inline double lansy(char norm, char uplo, int n, const double* A, int lda) {
-    return LAPACKE_dlansy(LAPACK_COL_MAJOR, norm, uplo, n, A, lda);
+    std::vector<double> work(static_cast<std::size_t>(std::max(1, n)));
+    return LAPACKE_dlansy_work(LAPACK_COL_MAJOR, norm, uplo, n, A, lda, work.data());
 }
 inline float lansy(char norm, char uplo, int n, const float* A, int lda) {
-    return LAPACKE_slansy(LAPACK_COL_MAJOR, norm, uplo, n, A, lda);
+    std::vector<float> work(static_cast<std::size_t>(std::max(1, n)));
+    return LAPACKE_slansy_work(LAPACK_COL_MAJOR, norm, uplo, n, A, lda, work.data());
 }
 
 }  // namespace starfact::blas

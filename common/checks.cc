@@ -28,7 +28,7 @@ private:
 };
 }  // namespace
 
-bool passes(double ratio) { return std::isfinite(ratio) && ratio < kThreshold; }
+bool passes(double ratio) { return std::isfinite(ratio) && ratio >= 0.0 && ratio < kThreshold; }
 
 template <class T>
 double potrf_residual(char uplo, int n, const T* A, int lda, const T* F, int ldf) {

@@ -1,12 +1,11 @@
 // Deterministic test matrices: a splitmix64 hash of (seed, i, j) gives every entry.
 #include "common/matgen.hpp"
 
-#include <algorithm>
 #include <cstddef>
-#include <thread>
 #include <vector>
 
 #include "common/blas.hpp"
+#include "common/parallel.hpp"
 
 namespace starfact::matgen {
 namespace {
@@ -21,42 +20,26 @@ double entry(std::uint64_t seed, std::uint64_t i, std::uint64_t j) {
     const std::uint64_t h = mix(mix(seed) ^ mix((i << 32) ^ j ^ 0x5bd1e995ULL));
     return static_cast<double>(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
-// Runs body(j0, j1) over column ranges on every core: large matrices take seconds otherwise.
-template <class F>
-void for_columns(int n, std::size_t work, F body) {
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    const unsigned nthreads = work < (1u << 20) ? 1u : std::min<unsigned>(hw, static_cast<unsigned>(std::max(n, 1)));
-    if (nthreads <= 1) return body(0, n);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < nthreads; ++t) {
-        const int j0 = static_cast<int>(static_cast<long>(n) * t / nthreads);
-        const int j1 = static_cast<int>(static_cast<long>(n) * (t + 1) / nthreads);
-        pool.emplace_back(body, j0, j1);
-    }
-    for (auto& th : pool) th.join();
-}
 }  // namespace
 
 template <class T>
 void uniform(int m, int n, std::uint64_t seed, T* A, int lda) {
-    for_columns(n, static_cast<std::size_t>(m) * n, [=](int j0, int j1) {
-        for (int j = j0; j < j1; ++j)
-            for (int i = 0; i < m; ++i) A[i + static_cast<std::size_t>(j) * lda] = static_cast<T>(entry(seed, i, j));
-    });
+    parallel_for(n, [=](int j) {
+        for (int i = 0; i < m; ++i) A[i + static_cast<std::size_t>(j) * lda] = static_cast<T>(entry(seed, i, j));
+    }, static_cast<std::size_t>(m) * n < (1u << 20) ? 1 : 0);
 }
 
 template <class T>
 void spd(int n, std::uint64_t seed, T* A, int lda) {
     // Each pair {i, j}, i >= j, is written only by the thread owning column j.
-    for_columns(n, static_cast<std::size_t>(n) * n, [=](int j0, int j1) {
-        for (int j = j0; j < j1; ++j)
-            for (int i = j; i < n; ++i) {
-                T v = static_cast<T>(entry(seed, i, j) + entry(seed, j, i));
-                if (i == j) v += static_cast<T>(n);
-                A[i + static_cast<std::size_t>(j) * lda] = v;
-                A[j + static_cast<std::size_t>(i) * lda] = v;
-            }
-    });
+    parallel_for(n, [=](int j) {
+        for (int i = j; i < n; ++i) {
+            T v = static_cast<T>(entry(seed, i, j) + entry(seed, j, i));
+            if (i == j) v += static_cast<T>(2 * n + 1);
+            A[i + static_cast<std::size_t>(j) * lda] = v;
+            A[j + static_cast<std::size_t>(i) * lda] = v;
+        }
+    }, static_cast<std::size_t>(n) * n < (1u << 20) ? 1 : 0);
 }
 
 template <class T>

@@ -10,8 +10,9 @@ namespace starfact::matgen {
 template <class T>
 void uniform(int m, int n, std::uint64_t seed, T* A, int lda);
 
-/// A random symmetric positive definite matrix: B + B^T + n I with B uniform in [-1, 1),
-/// both triangles filled. Its condition number is small (diagonal dominance).
+/// A random symmetric positive definite matrix: B + B^T + (2n+1) I with B uniform in [-1, 1),
+/// both triangles filled. Every row is strictly diagonally dominant (diagonal >= 2n - 1,
+/// off-diagonal row sum <= 2n - 2), so it is SPD with a small condition number.
 template <class T>
 void spd(int n, std::uint64_t seed, T* A, int lda);
 

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include "common/error.hpp"
 #ifdef STARFACT_HAVE_CUDA
@@ -51,6 +53,8 @@ Runtime::Runtime(const RuntimeOptions& options) {
     if (sched.empty() && !env_set("STARPU_SCHED") && options.ncuda != 0 && visible_cuda_devices() > 0)
         sched = "dmdas";
     if (!sched.empty()) conf.sched_policy_name = sched.c_str();
+    if (!env_set("STARPU_NWORKER_PER_CUDA") && options.workers_per_gpu > 0)
+        setenv("STARPU_NWORKER_PER_CUDA", std::to_string(options.workers_per_gpu).c_str(), 0);
     // CPU workers each run single-threaded BLAS; StarPU provides the parallelism.
     openblas_set_num_threads(1);
     const int ret = starpu_init(&conf);
@@ -100,6 +104,26 @@ std::vector<WorkerInfo> Runtime::workers() const {
         out.push_back({static_cast<int>(w), type == STARPU_CUDA_WORKER ? "cuda" : type == STARPU_CPU_WORKER ? "cpu" : "other",
                        name});
     }
+    return out;
+}
+
+std::vector<std::string> Runtime::gpus() const {
+    std::vector<std::string> out;
+#ifdef STARFACT_HAVE_CUDA
+    std::map<int, std::pair<std::string, int>> devices;  // devid -> (description, workers)
+    const unsigned n = starpu_worker_get_count();
+    for (unsigned w = 0; w < n; ++w) {
+        if (starpu_worker_get_type(static_cast<int>(w)) != STARPU_CUDA_WORKER) continue;
+        const int dev = starpu_worker_get_devid(static_cast<int>(w));
+        auto& d = devices[dev];
+        if (d.second++ == 0) {
+            const cudaDeviceProp* p = starpu_cuda_get_device_properties(w);
+            d.first = p ? fmt::format("{}, {:.1f} GiB", p->name, static_cast<double>(p->totalGlobalMem) / (1 << 30))
+                        : "unknown";
+        }
+    }
+    for (const auto& [dev, d] : devices) out.push_back(fmt::format("{}: {}, {} workers", dev, d.first, d.second));
+#endif
     return out;
 }
 

@@ -14,6 +14,9 @@ struct RuntimeOptions {
     int ncuda = -1;         ///< CUDA workers; -1: StarPU's choice or STARPU_NCUDA
     std::string sched;      ///< scheduler when STARPU_SCHED is unset; empty: dmdas if a GPU exists
     bool profiling = false; ///< turn StarPU's task profiling on (traces)
+    /// CUDA workers (each with its own stream) per GPU when STARPU_NWORKER_PER_CUDA is
+    /// unset: several streams let small kernels (the panel) overlap the trailing updates.
+    int workers_per_gpu = 4;
 };
 
 /// One worker as StarPU sees it.
@@ -38,6 +41,8 @@ public:
     int ncuda() const;
     std::string scheduler() const;
     std::vector<WorkerInfo> workers() const;
+    /// One line per GPU in use: "<devid>: <name>, <memory> GiB, <n> workers".
+    std::vector<std::string> gpus() const;
     /// The directory holding the performance models (STARPU_PERF_MODEL_DIR or $STARPU_HOME/.starpu/sampling).
     static std::string perfmodel_dir();
     static std::string starpu_version();

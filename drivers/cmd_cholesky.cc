@@ -1,5 +1,6 @@
 // `starfact potrf` and `starfact posv`: tile Cholesky and the SPD solve, timed and checked.
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <random>
 #include <vector>
@@ -99,7 +100,7 @@ void add_command(CLI::App& app, Run& run, Op op) {
     add_factor_options(*cmd, *opts);
     if (op == Op::Posv)
         cmd->add_option("--nrhs", opts->nrhs, "Number of right-hand sides")
-            ->check(CLI::NonNegativeNumber)
+            ->check(CLI::Range(0, std::numeric_limits<int>::max()))
             ->capture_default_str();
     cmd->footer(op == Op::Potrf
                     ? "The check is ||A - L L^T||_1 / (n ||A||_1 eps) < 30. StarPU's environment variables\n"

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -27,7 +28,17 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        fmt::print(stderr, "starfact: {}\nRun 'starfact --help' or 'starfact <command> --help'.\n", e.what());
+        std::string commands;
+        bool known = false;
+        for (const CLI::App* sub : app.get_subcommands({})) {
+            commands += (commands.empty() ? "" : ", ") + sub->get_name();
+            known = known || (argc > 1 && sub->get_name() == argv[1]);
+        }
+        if (argc > 1 && argv[1][0] != '-' && !known)
+            fmt::print(stderr, "starfact: unknown command '{}' (commands: {})\n", argv[1], commands);
+        else
+            fmt::print(stderr, "starfact: {}\n", e.what());
+        fmt::print(stderr, "Run 'starfact --help' or 'starfact <command> --help'.\n");
         return 2;
     }
     try {

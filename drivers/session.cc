@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include <fmt/format.h>
@@ -17,9 +18,11 @@
 namespace starfact::cli {
 
 void add_factor_options(CLI::App& cmd, FactorOptions& o) {
-    cmd.add_option("-n", o.n, "Matrix order")->check(CLI::NonNegativeNumber)->capture_default_str();
+    const CLI::Range non_negative(0, std::numeric_limits<int>::max());
+    const CLI::Range positive(1, std::numeric_limits<int>::max());
+    cmd.add_option("-n", o.n, "Matrix order")->check(non_negative)->capture_default_str();
     cmd.add_option("--nb", o.nb, "Tile size; 0 picks one for the workers (1024 with a GPU, 256 without)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(non_negative)
         ->capture_default_str();
     cmd.add_option("--prec", o.prec, "Precision: s (float) or d (double)")
         ->check(CLI::IsMember({"s", "d"}))
@@ -29,7 +32,7 @@ void add_factor_options(CLI::App& cmd, FactorOptions& o) {
         ->capture_default_str();
     cmd.add_flag("--check", o.check, "Check the result (LAPACK-style residual, pass below 30)");
     cmd.add_option("--niter", o.niter, "Repetitions; each starts from a fresh copy of the matrix")
-        ->check(CLI::PositiveNumber)
+        ->check(positive)
         ->capture_default_str();
     cmd.add_option("--seed", o.seed, "Random seed of the matrix (0: random, printed)")->capture_default_str();
     cmd.add_option("--format", o.format, "Output: table, csv or json (one object per line)")
@@ -58,10 +61,7 @@ nlohmann::ordered_json runtime_config(const Runtime& rt) {
     c["sched"] = rt.scheduler();
     c["ncpu"] = rt.ncpu();
     c["ncuda"] = rt.ncuda();
-    nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
-    for (const auto& w : rt.workers())
-        if (w.kind == "cuda") gpus.push_back(w.name);
-    c["gpus"] = gpus;
+    c["gpus"] = rt.gpus();
     const std::string dir = Runtime::perfmodel_dir();
     c["perfmodel_dir"] = dir;
     const char* calibrate = std::getenv("STARPU_CALIBRATE");

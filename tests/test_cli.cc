@@ -1,1 +1,257 @@
-// placeholder
+// The starfact command line, run as a child process (path from STARFACT_CLI_PATH), each run
+// with its own STARPU_HOME: checked runs exit 0, JSON lines carry the documented keys, usage
+// errors exit 2 naming the option and value with nothing started, no worker gives a clear error.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "test_support.hpp"
+
+#ifndef STARFACT_CLI_PATH
+#error "STARFACT_CLI_PATH must name the starfact executable"
+#endif
+
+extern char** environ;
+
+namespace starfact::test {
+namespace {
+namespace fs = std::filesystem;
+
+struct CliResult {
+    bool exited = false;  ///< false: killed by a signal (or by the timeout)
+    int code = -1;        ///< exit code when exited, else the signal
+    std::string out, err;
+    bool home_empty = true;  ///< whether the run left STARPU_HOME empty (StarPU never started)
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+/// Runs starfact with `args` and extra environment `env` ("NAME=value"), in a fresh
+/// STARPU_HOME, killing it after `timeout`.
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                  std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    ScopedStarpuHome home;
+    TempDir io("starfact-cli-");
+    // Files seeded from the bus calibration are not StarPU having started.
+    std::vector<fs::path> seeded;
+    for (const auto& e : fs::recursive_directory_iterator(home.path())) seeded.push_back(e.path());
+    const std::string out_path = io.path() + "/stdout", err_path = io.path() + "/stderr";
+
+    std::vector<std::string> argv_s{STARFACT_CLI_PATH};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e != nullptr; ++e) env_s.emplace_back(*e);
+    // The overrides replace any inherited value of the same name.
+    for (const std::string& kv : env) {
+        const std::string name = kv.substr(0, kv.find('=') + 1);
+        env_s.erase(std::remove_if(env_s.begin(), env_s.end(),
+                                   [&](const std::string& e) { return e.compare(0, name.size(), name) == 0; }),
+                    env_s.end());
+    }
+    env_s.insert(env_s.end(), env.begin(), env.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    const pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(out_path.c_str(), "w", stdout) || !freopen(err_path.c_str(), "w", stderr)) _exit(126);
+        execve(argv[0], argv.data(), envp.data());
+        _exit(127);
+    }
+    CliResult r;
+    if (pid < 0) {
+        ADD_FAILURE() << "fork failed: " << std::strerror(errno);
+        return r;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            ADD_FAILURE() << "starfact did not finish in " << timeout.count() << " s; killed";
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    r.exited = WIFEXITED(status);
+    r.code = r.exited ? WEXITSTATUS(status) : WTERMSIG(status);
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    for (const auto& e : fs::recursive_directory_iterator(home.path()))
+        if (std::find(seeded.begin(), seeded.end(), e.path()) == seeded.end() && e.is_regular_file())
+            r.home_empty = false;
+    EXPECT_NE(r.code, 127) << "could not execute " << STARFACT_CLI_PATH;
+    return r;
+}
+
+std::string describe(const CliResult& r) {
+    return (r.exited ? "exit code " + std::to_string(r.code) : "killed by signal " + std::to_string(r.code)) +
+           "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
+}
+
+class Cli : public SeededTest {};
+
+TEST_F(Cli, PotrfCheckedRunExitsZero) {
+    const CliResult r = run_cli({"potrf", "-n", "300", "--nb", "64", "--check", "--seed", std::to_string(seed() | 1)});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    EXPECT_NE(r.out.find("potrf"), std::string::npos) << describe(r);
+    EXPECT_NE(r.out.find(" ok"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.out.find("FAILED"), std::string::npos) << describe(r);
+}
+
+TEST_F(Cli, PotrfSinglePrecisionUpperCsvExitsZero) {
+    const CliResult r = run_cli({"potrf", "-n", "150", "--nb", "32", "--prec", "s", "--uplo", "U", "--check", "--niter",
+                                 "2", "--format", "csv", "--seed", std::to_string(seed() | 1)});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    EXPECT_NE(r.out.find("op,prec,uplo,n,nrhs,nb,iter,time_s,gflops,residual,info,status"), std::string::npos)
+        << describe(r);
+    EXPECT_NE(r.out.find("potrf,s,U,150,0,32,1,"), std::string::npos) << describe(r);
+    EXPECT_NE(r.out.find(",median,"), std::string::npos) << "--niter 2 prints the median row\n" << describe(r);
+}
+
+TEST_F(Cli, PosvJsonLinesCarryEveryKey) {
+    const CliResult r = run_cli({"posv", "-n", "200", "--nb", "50", "--nrhs", "3", "--check", "--format", "json",
+                                 "--seed", std::to_string(seed() | 1)});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    std::istringstream lines(r.out);
+    std::string line;
+    int configs = 0, results = 0;
+    while (std::getline(lines, line)) {
+        if (line.empty()) continue;
+        nlohmann::json j;
+        ASSERT_NO_THROW(j = nlohmann::json::parse(line)) << "not a JSON line: " << line;
+        ASSERT_TRUE(j.is_object()) << line;
+        ASSERT_TRUE(j.contains("record")) << line;
+        if (j["record"] == "config") {
+            ++configs;
+            continue;
+        }
+        ASSERT_EQ(j["record"], "result") << line;
+        ++results;
+        for (const char* key :
+             {"op", "prec", "m", "n", "nb", "sched", "ncpu", "ncuda", "time_s", "gflops", "residual", "info", "status"})
+            EXPECT_TRUE(j.contains(key)) << "missing key '" << key << "' in " << line;
+        EXPECT_EQ(j.value("op", ""), "posv");
+        EXPECT_EQ(j.value("prec", ""), "d");
+        EXPECT_EQ(j.value("m", -1), 200);
+        EXPECT_EQ(j.value("n", -1), 200);
+        EXPECT_EQ(j.value("nb", -1), 50);
+        EXPECT_EQ(j.value("nrhs", -1), 3);
+        EXPECT_GE(j.value("ncpu", -1), 1);
+        EXPECT_GE(j.value("ncuda", -1), 0);
+        EXPECT_FALSE(j.value("sched", "").empty());
+        EXPECT_GT(j.value("time_s", -1.0), 0.0);
+        EXPECT_GE(j.value("gflops", -1.0), 0.0);
+        EXPECT_EQ(j.value("info", -1), 0);
+        EXPECT_EQ(j.value("status", ""), "ok");
+        ASSERT_TRUE(j["residual"].is_number()) << line;
+        EXPECT_GE(j["residual"].get<double>(), 0.0);
+        EXPECT_LT(j["residual"].get<double>(), 30.0);
+    }
+    EXPECT_EQ(configs, 1) << describe(r);
+    EXPECT_EQ(results, 1) << describe(r);
+}
+
+TEST_F(Cli, NbZeroMeansAutomatic) {
+    const CliResult r = run_cli({"potrf", "-n", "40", "--nb", "0", "--check", "--format", "json"});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    const auto first = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+    EXPECT_GT(first.value("nb", 0), 0) << "the automatic nb is reported";
+}
+
+TEST_F(Cli, InfoExitsZero) {
+    const CliResult r = run_cli({"info", "--format", "json"});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    nlohmann::json j;
+    ASSERT_NO_THROW(j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')))) << describe(r);
+    EXPECT_GE(j.value("ncpu", -1), 1);
+    ASSERT_TRUE(j.contains("workers"));
+    EXPECT_FALSE(j["workers"].empty());
+    const CliResult table = run_cli({"info"});
+    ASSERT_TRUE(table.exited && table.code == 0) << describe(table);
+    EXPECT_NE(table.out.find("# ncpu:"), std::string::npos) << describe(table);
+}
+
+TEST_F(Cli, HelpExitsZero) {
+    const CliResult r = run_cli({"potrf", "--help"});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    EXPECT_NE(r.out.find("--nb"), std::string::npos) << describe(r);
+}
+
+struct UsageCase {
+    std::vector<std::string> args;
+    std::vector<std::string> named;  ///< what the message must mention (option, value)
+};
+
+TEST_F(Cli, UsageErrorsExitTwoNamingTheOptionWithNothingStarted) {
+    const std::vector<UsageCase> cases = {
+        {{"potrf", "--bogus"}, {"--bogus"}},
+        {{"potrf", "-n", "-5"}, {"-n", "-5"}},
+        {{"potrf", "-n", "abc"}, {"-n", "abc"}},
+        {{"potrf", "--prec", "x"}, {"--prec", "x"}},
+        {{"potrf", "--format", "xml"}, {"--format", "xml"}},
+        {{"posv", "--format", "xml"}, {"--format", "xml"}},
+        {{"potrf", "--niter", "0"}, {"--niter", "0"}},
+        {{"potrf", "--uplo", "X"}, {"--uplo", "X"}},
+        {{"potrf", "--nb", "-1"}, {"--nb", "-1"}},
+        {{"posv", "--nrhs", "-2"}, {"--nrhs", "-2"}},
+        {{"potrf", "--nb"}, {"--nb"}},
+        {{"potrf", "-n", "100000"}, {"-n", "100000"}},
+        {{"posv", "-n", "100000", "--prec", "s"}, {"-n", "100000"}},
+        {{"info", "--format", "csv"}, {"--format", "csv"}},
+        {{}, {}},
+    };
+    for (const UsageCase& c : cases) {
+        std::string cmdline;
+        for (const auto& a : c.args) cmdline += " " + a;
+        SCOPED_TRACE("starfact" + cmdline);
+        const CliResult r = run_cli(c.args);
+        EXPECT_TRUE(r.exited) << describe(r);
+        EXPECT_EQ(r.code, 2) << describe(r);
+        for (const std::string& word : c.named)
+            EXPECT_NE(r.err.find(word), std::string::npos) << "the message does not name '" << word << "'\n"
+                                                           << describe(r);
+        EXPECT_EQ(r.out, "") << "output was printed: something started";
+        EXPECT_TRUE(r.home_empty) << "StarPU wrote into STARPU_HOME: the runtime was started";
+    }
+}
+
+TEST_F(Cli, UnknownSubcommandIsNamed) {
+    const CliResult r = run_cli({"frobnicate", "-n", "10"});
+    EXPECT_TRUE(r.exited && r.code == 2) << describe(r);
+    EXPECT_NE(r.err.find("frobnicate"), std::string::npos) << "the message does not name the command\n" << describe(r);
+    EXPECT_EQ(r.out, "");
+}
+
+TEST_F(Cli, NoWorkerAtAllIsAClearError) {
+    const CliResult r = run_cli({"potrf", "-n", "100", "--nb", "32"}, {"STARPU_NCPU=0", "STARPU_NCUDA=0"});
+    ASSERT_TRUE(r.exited) << "starfact died of a signal instead of reporting the error\n" << describe(r);
+    EXPECT_NE(r.code, 0) << describe(r);
+    EXPECT_NE(r.err.find("no worker"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.out.find("\"record\":\"result\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace starfact::test

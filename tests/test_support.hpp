@@ -46,9 +46,10 @@ private:
 };
 
 /// A fresh STARPU_HOME for one Runtime: a TempDir, seeded with the bus calibration files found
-/// under $STARFACT_TEST_BUS_SEED (a StarPU home's contents, e.g. .starpu/sampling/bus) so that
-/// StarPU does not recalibrate the bus for every test. Sets STARPU_HOME while it lives and
-/// restores the previous value afterwards.
+/// under $STARFACT_TEST_BUS_SEED (a StarPU home, its .starpu, or its .starpu/sampling/bus) so that
+/// StarPU does not recalibrate the bus for every test. Without that variable, the bus files of
+/// the first home given up in this process seed the later ones (never the performance models).
+/// Sets STARPU_HOME while it lives and restores the previous value afterwards.
 class ScopedStarpuHome {
 public:
     ScopedStarpuHome();
@@ -89,6 +90,8 @@ protected:
     /// Stops the Runtime and starts a new one with `options` (same home); no TileMatrix or
     /// registered handle may be alive.
     void restart_runtime(const RuntimeOptions& options);
+    /// Stops the Runtime and removes the home now (before a test ends the process itself).
+    void shutdown_runtime();
 
 private:
     std::unique_ptr<ScopedStarpuHome> home_;
@@ -96,10 +99,10 @@ private:
 };
 
 /// Skips the current test, visibly, unless the runtime has a CUDA worker.
-#define STARFACT_REQUIRE_CUDA_WORKER(ncuda_expr)                                                        \
-    do {                                                                                                \
-        if (!::starfact::test::cuda_build()) GTEST_SKIP() << "built without CUDA (STARFACT_HAVE_CUDA)"; \
-        if ((ncuda_expr) == 0)                                                                          \
+#define STARFACT_REQUIRE_CUDA_WORKER(ncuda_expr)                                                          \
+    do {                                                                                                  \
+        if (!::starfact::test::cuda_build()) GTEST_SKIP() << "built without CUDA (STARFACT_HAVE_CUDA)";   \
+        if ((ncuda_expr) == 0)                                                                            \
             GTEST_SKIP() << "no CUDA worker (starpu_cuda_worker_get_count() == 0): CUDA path not tested"; \
     } while (0)
 
@@ -195,7 +198,8 @@ double max_abs(const HostMatrix<T>& A, char part = 'A') {
     return d;
 }
 
-/// A random SPD matrix (matgen::spd, both triangles) in a HostMatrix with leading dimension ld.
+/// A random SPD matrix (matgen::spd plus n on the diagonal, so that it is strictly diagonally
+/// dominant for every n), both triangles, in a HostMatrix with leading dimension ld.
 template <class T>
 HostMatrix<T> random_spd(int n, int ld, std::uint64_t seed);
 /// A symmetric matrix with leading minor k not positive (matgen::spd_failing_at).
@@ -223,7 +227,7 @@ double solve_residual(const HostMatrix<T>& A, const HostMatrix<T>& X, const Host
     return checks::solve_residual<T>(A.n, B.n, A.ptr(), A.ld, X.ptr(), X.ld, B.ptr(), B.ld);
 }
 
-/// gtest predicate: the residual ratio passes (finite and below checks::kThreshold).
+/// gtest predicate: the residual ratio passes (finite, not negative, below checks::kThreshold).
 ::testing::AssertionResult ResidualPasses(const char* expr, double ratio);
 
 }  // namespace starfact::test

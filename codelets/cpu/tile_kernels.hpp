@@ -11,7 +11,13 @@ namespace starfact::cpu {
 template <class T>
 int potrf(char uplo, TileView<T> A) {
     if (A.n == 0) return 0;
-    return blas::potrf(uplo, A.n, A.data, A.ld);
+    const int info = blas::potrf(uplo, A.n, A.data, A.ld);
+    if (info != 0) return info;
+    // OpenBLAS does not test pivots for NaN as reference LAPACK does (ajj <= 0 or NaN). A NaN
+    // anywhere in the leading part reaches the diagonal of the factor at LAPACK's column.
+    for (int j = 0; j < A.n; ++j)
+        if (A(j, j) != A(j, j)) return j + 1;
+    return 0;
 }
 
 /// B = alpha op(A)^{-1} B (side 'L') or alpha B op(A)^{-1} (side 'R'), A triangular.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cublas_v2.h>
+#include <cuda_runtime_api.h>
 #include <cusolverDn.h>
 
 #include <cstddef>
@@ -20,6 +21,12 @@ std::size_t potrf_workspace(cusolverDnHandle_t h, cusolverDnParams_t p, char upl
 template <class T>
 cusolverStatus_t potrf(cusolverDnHandle_t h, cusolverDnParams_t p, char uplo, TileView<T> A, int* dinfo,
                        void* work, std::size_t work_bytes);
+
+/// After potrf: cuSOLVER, like OpenBLAS, does not test pivots for NaN; reference LAPACK
+/// reports the first column whose pivot is NaN. Sets *dinfo = j + 1 for the first NaN
+/// diagonal entry of the factor when *dinfo is 0. One small kernel on `stream`.
+template <class T>
+cudaError_t potrf_nan_info(TileView<const T> A, int* dinfo, cudaStream_t stream);
 
 template <class T>
 cublasStatus_t trsm(cublasHandle_t h, char side, char uplo, char transa, char diag, T alpha, TileView<const T> A,
