@@ -30,6 +30,15 @@ namespace starfact::test {
 namespace {
 namespace fs = std::filesystem;
 
+// The starfact next to this test binary (build/bin or a GPU-machine bundle), else the
+// build-time path.
+std::string cli_path() {
+    std::error_code ec;
+    const fs::path beside = fs::read_symlink("/proc/self/exe", ec).parent_path() / "starfact";
+    if (!ec && fs::exists(beside)) return beside.string();
+    return STARFACT_CLI_PATH;
+}
+
 struct CliResult {
     bool exited = false;  ///< false: killed by a signal (or by the timeout)
     int code = -1;        ///< exit code when exited, else the signal
@@ -55,7 +64,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
     for (const auto& e : fs::recursive_directory_iterator(home.path())) seeded.push_back(e.path());
     const std::string out_path = io.path() + "/stdout", err_path = io.path() + "/stderr";
 
-    std::vector<std::string> argv_s{STARFACT_CLI_PATH};
+    std::vector<std::string> argv_s{cli_path()};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<std::string> env_s;
     for (char** e = environ; *e != nullptr; ++e) env_s.emplace_back(*e);
@@ -102,7 +111,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
     for (const auto& e : fs::recursive_directory_iterator(home.path()))
         if (std::find(seeded.begin(), seeded.end(), e.path()) == seeded.end() && e.is_regular_file())
             r.home_empty = false;
-    EXPECT_NE(r.code, 127) << "could not execute " << STARFACT_CLI_PATH;
+    EXPECT_NE(r.code, 127) << "could not execute " << cli_path();
     return r;
 }
 
