@@ -72,6 +72,8 @@ Runtime::Runtime(const RuntimeOptions& options) {
         cuda::init_workers();
     }
 #endif
+    // The set-up above runs as tasks on the workers: start with nothing in flight.
+    starpu_task_wait_for_all();
 }
 
 Runtime::~Runtime() {

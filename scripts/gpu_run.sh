@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with bundle/ carried: the GPU test suite,
 # a CLI check and the Cholesky benchmark against cuSOLVER. Results go to $OUT (or out/).
-# Usage: bash scripts/gpu_run.sh [tests] [cli] [bench] [bench-args...]   (default: all three)
+# Usage: bash scripts/gpu_run.sh [tests] [cli] [bench] [bench-cpu] [bench-args...]
+#   (default: tests cli bench). bench: GPU workers only (STARPU_NCPU=0); bench-cpu: every
+#   CPU core as a worker too, at n = 40000.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
@@ -11,7 +13,7 @@ bin=$root/bundle/bin
 steps=()
 bench_args=()
 for a in "$@"; do
-    case "$a" in tests|cli|bench) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
+    case "$a" in tests|cli|bench|bench-cpu) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
 done
 [ ${#steps[@]} -eq 0 ] && steps=(tests cli bench)
 
@@ -47,7 +49,12 @@ for step in "${steps[@]}"; do
         "$bin/starfact" potrf -n 4096 --nb 512 --uplo U --prec s --check > "$out/cli_potrf_s_upper.txt" 2>&1 || status=1
         ;;
     bench)
-        "$bin/bench_potrf" --json "$out/bench_potrf.jsonl" "${bench_args[@]}" > "$out/bench_potrf.txt" 2>&1 || status=1
+        STARPU_NCPU=0 "$bin/bench_potrf" --json "$out/bench_potrf.jsonl" "${bench_args[@]}" \
+            > "$out/bench_potrf.txt" 2>&1 || status=1
+        ;;
+    bench-cpu)
+        "$bin/bench_potrf" --sizes 40000 --nb 2048 --warmup 6 --json "$out/bench_potrf_cpu.jsonl" \
+            > "$out/bench_potrf_cpu.txt" 2>&1 || status=1
         ;;
     esac
 done
