@@ -87,41 +87,37 @@ TileMatrix<T>& TileMatrix<T>::operator=(TileMatrix&& o) noexcept {
 }
 
 template <class T>
-void TileMatrix<T>::from_lapack(const T* A, int lda) {
+void TileMatrix<T>::copy_lapack(T* A, int lda, bool into_tiles) const {
     require(lda >= std::max(1, m_), "lda", fmt::format("must be >= max(1, m) = {}, got {}", std::max(1, m_), lda));
     require(A != nullptr || m_ * static_cast<long>(n_) == 0, "A", "null pointer for a non-empty matrix");
     // One tile column per thread: copying gigabytes takes seconds on one core.
     parallel_for(nt_, [&](int j) {
         for (int i = 0; i < mt_; ++i) {
             starpu_data_handle_t h = (*this)(i, j);
-            starpu_data_acquire(h, STARPU_W);
-            T* t = tile_ptr(i, j);
+            starpu_data_acquire(h, into_tiles ? STARPU_W : STARPU_R);
             const int tm = tile_m(i);
-            for (int c = 0; c < tile_n(j); ++c)
-                std::memcpy(t + static_cast<std::size_t>(c) * tm,
-                            A + static_cast<std::size_t>(i) * nb_ + (static_cast<std::size_t>(j) * nb_ + c) * lda,
-                            sizeof(T) * tm);
+            for (int c = 0; c < tile_n(j); ++c) {
+                T* tile_col = tile_ptr(i, j) + static_cast<std::size_t>(c) * tm;
+                T* lapack_col = A + static_cast<std::size_t>(i) * nb_ + (static_cast<std::size_t>(j) * nb_ + c) * lda;
+                if (into_tiles)
+                    std::memcpy(tile_col, lapack_col, sizeof(T) * tm);
+                else
+                    std::memcpy(lapack_col, tile_col, sizeof(T) * tm);
+            }
             starpu_data_release(h);
         }
     });
 }
 
 template <class T>
+void TileMatrix<T>::from_lapack(const T* A, int lda) {
+    // A is only read: copy_lapack writes through it only when copying out of the tiles.
+    copy_lapack(const_cast<T*>(A), lda, true);
+}
+
+template <class T>
 void TileMatrix<T>::to_lapack(T* A, int lda) const {
-    require(lda >= std::max(1, m_), "lda", fmt::format("must be >= max(1, m) = {}, got {}", std::max(1, m_), lda));
-    require(A != nullptr || m_ * static_cast<long>(n_) == 0, "A", "null pointer for a non-empty matrix");
-    parallel_for(nt_, [&](int j) {
-        for (int i = 0; i < mt_; ++i) {
-            starpu_data_handle_t h = (*this)(i, j);
-            starpu_data_acquire(h, STARPU_R);
-            const T* t = tile_ptr(i, j);
-            const int tm = tile_m(i);
-            for (int c = 0; c < tile_n(j); ++c)
-                std::memcpy(A + static_cast<std::size_t>(i) * nb_ + (static_cast<std::size_t>(j) * nb_ + c) * lda,
-                            t + static_cast<std::size_t>(c) * tm, sizeof(T) * tm);
-            starpu_data_release(h);
-        }
-    });
+    copy_lapack(A, lda, false);
 }
 
 template <class T>

@@ -42,6 +42,8 @@ public:
 
 private:
     void release() noexcept;
+    /// The copy behind from_lapack (into_tiles) and to_lapack, one tile column per thread.
+    void copy_lapack(T* A, int lda, bool into_tiles) const;
     T* tile_ptr(int i, int j) const;
 
     int m_ = 0, n_ = 0, nb_ = 1, mt_ = 0, nt_ = 0;
