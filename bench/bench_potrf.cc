@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_common.hpp"
 #include "common/checks.hpp"
 #include "common/matgen.hpp"
 #include "common/runtime.hpp"
@@ -23,49 +24,38 @@
 namespace {
 using namespace starfact;
 
-#define CUDA_OK(call)                                                                               \
-    do {                                                                                            \
-        const auto status_ = (call);                                                                \
-        if (status_ != 0) throw std::runtime_error(fmt::format("{} failed: {}", #call, int(status_))); \
-    } while (0)
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 // cuSOLVER dpotrf on a device copy of A; returns the median seconds over reps (copy untimed).
 double time_cusolver(int n, const double* A, int reps, int* info_out) {
     cusolverDnHandle_t h;
-    CUDA_OK(cusolverDnCreate(&h));
+    bench::check(cusolverDnCreate(&h), "cusolverDnCreate");
     cusolverDnParams_t params;
-    CUDA_OK(cusolverDnCreateParams(&params));
+    bench::check(cusolverDnCreateParams(&params), "cusolverDnCreateParams");
     double* dA = nullptr;
     int* dinfo = nullptr;
     const std::size_t bytes = sizeof(double) * n * static_cast<std::size_t>(n);
-    CUDA_OK(cudaMalloc(&dA, bytes));
-    CUDA_OK(cudaMalloc(&dinfo, sizeof(int)));
+    bench::check(cudaMalloc(&dA, bytes), "cudaMalloc");
+    bench::check(cudaMalloc(&dinfo, sizeof(int)), "cudaMalloc");
     std::size_t dws = 0, hws = 0;
-    CUDA_OK(cusolverDnXpotrf_bufferSize(h, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, dA, n, CUDA_R_64F, &dws, &hws));
+    bench::check(cusolverDnXpotrf_bufferSize(h, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, dA, n, CUDA_R_64F, &dws, &hws), "cusolverDnXpotrf_bufferSize");
     void* dwork = nullptr;
-    CUDA_OK(cudaMalloc(&dwork, std::max<std::size_t>(dws, 1)));
+    bench::check(cudaMalloc(&dwork, std::max<std::size_t>(dws, 1)), "cudaMalloc");
     std::vector<char> hwork(std::max<std::size_t>(hws, 1));
     cudaEvent_t e0, e1;
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
+    bench::check(cudaEventCreate(&e0), "cudaEventCreate");
+    bench::check(cudaEventCreate(&e1), "cudaEventCreate");
     std::vector<double> t;
     for (int r = 0; r < reps + 1; ++r) {  // one warm-up
-        CUDA_OK(cudaMemcpy(dA, A, bytes, cudaMemcpyHostToDevice));
-        CUDA_OK(cudaEventRecord(e0));
-        CUDA_OK(cusolverDnXpotrf(h, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, dA, n, CUDA_R_64F, dwork, dws,
-                                 hwork.data(), hws, dinfo));
-        CUDA_OK(cudaEventRecord(e1));
-        CUDA_OK(cudaEventSynchronize(e1));
+        bench::check(cudaMemcpy(dA, A, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+        bench::check(cudaEventRecord(e0), "cudaEventRecord");
+        bench::check(cusolverDnXpotrf(h, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, dA, n, CUDA_R_64F, dwork, dws,
+                                 hwork.data(), hws, dinfo), "cusolverDnXpotrf");
+        bench::check(cudaEventRecord(e1), "cudaEventRecord");
+        bench::check(cudaEventSynchronize(e1), "cudaEventSynchronize");
         float ms = 0;
-        CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+        bench::check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
         if (r > 0) t.push_back(ms / 1e3);
     }
-    CUDA_OK(cudaMemcpy(info_out, dinfo, sizeof(int), cudaMemcpyDeviceToHost));
+    bench::check(cudaMemcpy(info_out, dinfo, sizeof(int), cudaMemcpyDeviceToHost), "cudaMemcpy");
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     cudaFree(dwork);
@@ -73,13 +63,7 @@ double time_cusolver(int n, const double* A, int reps, int* info_out) {
     cudaFree(dA);
     cusolverDnDestroyParams(params);
     cusolverDnDestroy(h);
-    return median(t);
-}
-
-unsigned first_cuda_node() {
-    for (unsigned w = 0; w < starpu_worker_get_count(); ++w)
-        if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CUDA_WORKER) return starpu_worker_get_memory_node(w);
-    return STARPU_MAIN_RAM;
+    return bench::median(t);
 }
 
 }  // namespace
@@ -101,17 +85,11 @@ int main(int argc, char** argv) {
     app.add_option("--json", out_path, "Also write JSON lines to this file");
     CLI11_PARSE(app, argc, argv);
 
-    std::ofstream json_out;
-    if (!out_path.empty()) json_out.open(out_path);
-    auto emit = [&](nlohmann::ordered_json j) {
-        fmt::print("{}\n", j.dump());
-        std::fflush(stdout);
-        if (json_out) json_out << j.dump() << "\n" << std::flush;
-    };
+    bench::Emitter emit(out_path);
 
     Runtime rt;
-    const unsigned gpu_node = first_cuda_node();
-    auto env = [](const char* name) { const char* v = std::getenv(name); return std::string(v ? v : ""); };
+    const unsigned gpu_node = bench::first_cuda_node();
+    using bench::env;
     emit({{"record", "config"}, {"sched", rt.scheduler()}, {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()},
           {"starpu", Runtime::starpu_version()}, {"STARPU_NWORKER_PER_CUDA", env("STARPU_NWORKER_PER_CUDA")},
           {"STARPU_CUDA_PIPELINE", env("STARPU_CUDA_PIPELINE")}, {"STARPU_NCPU", env("STARPU_NCPU")}});
@@ -150,7 +128,7 @@ int main(int argc, char** argv) {
                     residual = checks::potrf_probe_residual('L', n, A.data(), n, F.data(), n, 7);
                 }
             }
-            const double tm = median(t);
+            const double tm = bench::median(t);
             emit({{"record", "point"}, {"impl", "starfact"}, {"n", n}, {"nb", nb}, {"time_s", tm},
                   {"tflops", flops / tm / 1e12}, {"info", info}, {"probe_residual", residual}, {"h2d_s", h2d},
                   {"runs", t}});

@@ -74,6 +74,8 @@ TileView<const T> const_tile(void* buffer) {
     return {t.data, t.m, t.n, t.ld};
 }
 inline int* info_ptr(void* buffer) { return reinterpret_cast<int*>(STARPU_VARIABLE_GET_PTR(buffer)); }
+/// Pivot vectors are StarPU vectors of int.
+inline int* pivots_ptr(void* buffer) { return reinterpret_cast<int*>(STARPU_VECTOR_GET_PTR(buffer)); }
 
 inline std::uint32_t chars_key(char a, char b = 0, char c = 0, char d = 0) {
     return static_cast<std::uint32_t>(static_cast<unsigned char>(a)) |

@@ -54,4 +54,30 @@ template <class T>
 void submit_gemm(char transa, char transb, T alpha, starpu_data_handle_t A, starpu_data_handle_t B, T beta,
                  starpu_data_handle_t C, int priority);
 
+// ---- tile LU with incremental pivoting (see codelets/cpu/lu_kernels.hpp for the maths) -------
+// ipiv handles are StarPU vectors of int; L handles ib x K matrices; info a one-int variable.
+
+/// GETRF: LU with partial pivoting of a diagonal tile; writes its pivots and local info.
+template <class T>
+void submit_getrf(int ib, starpu_data_handle_t A, starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority);
+
+/// LACPY: dst = src (same shape), e.g. the copy of a factored diagonal tile that GESSM reads
+/// so that it need not wait for the TSTRFs that rewrite the U part.
+template <class T>
+void submit_lacpy(starpu_data_handle_t src, starpu_data_handle_t dst, int priority);
+
+/// GESSM: A = L^{-1} P A with D's unit lower L and GETRF's pivots.
+template <class T>
+void submit_gessm(int ib, starpu_data_handle_t ipiv, starpu_data_handle_t D, starpu_data_handle_t A, int priority);
+
+/// TSTRF: LU of [U; A] (U the diagonal tile's upper triangle); writes L, pivots and local info.
+template <class T>
+void submit_tstrf(int ib, starpu_data_handle_t U, starpu_data_handle_t A, starpu_data_handle_t L,
+                  starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority);
+
+/// SSSSM: applies TSTRF's transformations (L, AL = the factored tile, ipiv) to [A1; A2].
+template <class T>
+void submit_ssssm(int ib, starpu_data_handle_t A1, starpu_data_handle_t A2, starpu_data_handle_t L,
+                  starpu_data_handle_t AL, starpu_data_handle_t ipiv, int priority);
+
 }  // namespace starfact::codelets

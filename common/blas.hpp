@@ -69,6 +69,18 @@ inline int potrs(char uplo, int n, int nrhs, const double* A, int lda, double* B
 inline int potrs(char uplo, int n, int nrhs, const float* A, int lda, float* B, int ldb) {
     return LAPACKE_spotrs_work(LAPACK_COL_MAJOR, uplo, n, nrhs, A, lda, B, ldb);
 }
+inline int getrf(int m, int n, double* A, int lda, int* ipiv) {
+    return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, A, lda, ipiv);
+}
+inline int getrf(int m, int n, float* A, int lda, int* ipiv) {
+    return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, m, n, A, lda, ipiv);
+}
+inline int getrs(char trans, int n, int nrhs, const double* A, int lda, const int* ipiv, double* B, int ldb) {
+    return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, A, lda, ipiv, B, ldb);
+}
+inline int getrs(char trans, int n, int nrhs, const float* A, int lda, const int* ipiv, float* B, int ldb) {
+    return LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, A, lda, ipiv, B, ldb);
+}
 /// Norms as LAPACK's lange: 'M' max abs, 'O'/'1' one norm, 'I' infinity norm, 'F' Frobenius.
 /// The _work entry points are used because the plain LAPACKE ones return -5 (not NaN) when
 /// the input holds a NaN, which would let a NaN residual pass a check.

@@ -94,11 +94,63 @@ double potrf_probe_residual(char uplo, int n, const T* A, int lda, const T* F, i
     return denom > 0 ? rnorm / denom : (rnorm == 0 ? 0.0 : INFINITY);
 }
 
+template <class T>
+LapackLuReference lapack_lu_reference(int n, int nrhs, const T* A, int lda, const T* B, int ldb) {
+    if (n == 0) return {0.0, 1.0, 0};
+    AllThreads threads;
+    const std::size_t nn = static_cast<std::size_t>(n);
+    std::vector<T> F(nn * nn), X(nn * static_cast<std::size_t>(nrhs));
+    std::vector<int> ipiv(nn);
+    for (int j = 0; j < n; ++j) std::copy(A + j * static_cast<std::size_t>(lda), A + j * static_cast<std::size_t>(lda) + n, F.begin() + j * nn);
+    for (int c = 0; c < nrhs; ++c) std::copy(B + c * static_cast<std::size_t>(ldb), B + c * static_cast<std::size_t>(ldb) + n, X.begin() + c * nn);
+    const int info = blas::getrf(n, n, F.data(), n, ipiv.data());
+    const double growth = growth_factor(n, n, A, lda, F.data(), n);
+    if (info != 0) return {INFINITY, growth, info};
+    blas::getrs('N', n, nrhs, F.data(), n, ipiv.data(), X.data(), n);
+    return {solve_residual(n, nrhs, A, lda, X.data(), n, B, ldb), growth, 0};
+}
+
+template <class T>
+double growth_factor(int m, int n, const T* A, int lda, const T* F, int ldf) {
+    double amax = 0.0, umax = 0.0;
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+            const double a = std::abs(static_cast<double>(A[i + static_cast<std::size_t>(j) * lda]));
+            if (a > amax || std::isnan(a)) amax = a;
+            if (i <= j) {
+                const double u = std::abs(static_cast<double>(F[i + static_cast<std::size_t>(j) * ldf]));
+                if (u > umax || std::isnan(u)) umax = u;
+            }
+        }
+    return amax > 0 ? umax / amax : (umax == 0 ? 1.0 : INFINITY);
+}
+
+template <class T>
+double lu_transform_residual(int m, int n, const T* A, int lda, const T* G, int ldg, const T* F, int ldf) {
+    if (m == 0 || n == 0) return 0.0;
+    std::vector<T> R(static_cast<std::size_t>(m) * n);
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+            const T u = i <= j ? F[i + static_cast<std::size_t>(j) * ldf] : T(0);
+            R[i + static_cast<std::size_t>(j) * m] = G[i + static_cast<std::size_t>(j) * ldg] - u;
+        }
+    const double rnorm = blas::lange('1', m, n, R.data(), m);
+    const double anorm = blas::lange('1', m, n, A, lda);
+    if (anorm == 0.0) return rnorm == 0.0 ? 0.0 : INFINITY;
+    return rnorm / (n * anorm * ScalarTraits<T>::eps);
+}
+
 template double potrf_residual<float>(char, int, const float*, int, const float*, int);
 template double potrf_residual<double>(char, int, const double*, int, const double*, int);
 template double solve_residual<float>(int, int, const float*, int, const float*, int, const float*, int);
 template double potrf_probe_residual<float>(char, int, const float*, int, const float*, int, unsigned long long);
 template double potrf_probe_residual<double>(char, int, const double*, int, const double*, int, unsigned long long);
+template LapackLuReference lapack_lu_reference<float>(int, int, const float*, int, const float*, int);
+template LapackLuReference lapack_lu_reference<double>(int, int, const double*, int, const double*, int);
+template double growth_factor<float>(int, int, const float*, int, const float*, int);
+template double growth_factor<double>(int, int, const double*, int, const double*, int);
+template double lu_transform_residual<float>(int, int, const float*, int, const float*, int, const float*, int);
+template double lu_transform_residual<double>(int, int, const double*, int, const double*, int, const double*, int);
 template double solve_residual<double>(int, int, const double*, int, const double*, int, const double*, int);
 
 }  // namespace starfact::checks

@@ -32,3 +32,29 @@ template <class T>
 double potrf_probe_residual(char uplo, int n, const T* A, int lda, const T* F, int ldf, unsigned long long seed);
 
 }  // namespace starfact::checks
+
+namespace starfact::checks {
+
+/// What LAPACK's partial pivoting does on the same system, for comparison with tile LU:
+/// the backward error of getrf + getrs (as solve_residual) and the growth factor
+/// max|U| / max|A|. A is n x n, B n x nrhs; neither is modified.
+struct LapackLuReference {
+    double backward_error;
+    double growth;
+    int info;
+};
+template <class T>
+LapackLuReference lapack_lu_reference(int n, int nrhs, const T* A, int lda, const T* B, int ldb);
+
+/// max |U(i, j)| over i <= j (the upper trapezoid of a factored m x n matrix F) divided by
+/// max |A(i, j)|: the growth factor.
+template <class T>
+double growth_factor(int m, int n, const T* A, int lda, const T* F, int ldf);
+
+/// For tile LU (L is not explicit): with G = the transformations applied to the original A
+/// (m x n, as lu_apply_forward does), ||G - [U; 0]||_1 / (n ||A||_1 eps), U = the upper
+/// trapezoid of the factor F.
+template <class T>
+double lu_transform_residual(int m, int n, const T* A, int lda, const T* G, int ldg, const T* F, int ldf);
+
+}  // namespace starfact::checks

@@ -98,6 +98,9 @@ void add_command(CLI::App& app, Run& run, Op op) {
                         ? app.add_subcommand("potrf", "Tile Cholesky factorization of a random SPD matrix")
                         : app.add_subcommand("posv", "Solve A X = B with A random SPD, by tile Cholesky");
     add_factor_options(*cmd, *opts);
+    cmd->add_option("--uplo", opts->uplo, "Triangle: L (A = L L^T) or U (A = U^T U)")
+        ->check(CLI::IsMember({"L", "U"}))
+        ->capture_default_str();
     if (op == Op::Posv)
         cmd->add_option("--nrhs", opts->nrhs, "Number of right-hand sides")
             ->check(CLI::Range(0, std::numeric_limits<int>::max()))

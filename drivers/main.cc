@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     cli::Run run;
     cli::add_info_command(app, run);
     cli::add_cholesky_commands(app, run);
+    cli::add_lu_commands(app, run);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

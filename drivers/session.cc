@@ -27,9 +27,6 @@ void add_factor_options(CLI::App& cmd, FactorOptions& o) {
     cmd.add_option("--prec", o.prec, "Precision: s (float) or d (double)")
         ->check(CLI::IsMember({"s", "d"}))
         ->capture_default_str();
-    cmd.add_option("--uplo", o.uplo, "Triangle: L (A = L L^T) or U (A = U^T U)")
-        ->check(CLI::IsMember({"L", "U"}))
-        ->capture_default_str();
     cmd.add_flag("--check", o.check, "Check the result (LAPACK-style residual, pass below 30)");
     cmd.add_option("--niter", o.niter, "Repetitions; each starts from a fresh copy of the matrix")
         ->check(positive)

@@ -21,8 +21,10 @@ struct FactorOptions {
     int niter = 1;
     std::uint64_t seed = 0;  ///< 0: drawn at random and printed
     std::string format = "table";
-    std::string uplo = "L";
-    int nrhs = 1;
+    std::string uplo = "L";  ///< Cholesky only
+    int nrhs = 1;            ///< solves only
+    int m = -1;              ///< LU only: rows (-1: n)
+    int ib = 0;              ///< LU only: inner block (0: automatic)
 };
 
 /// Adds -n, --nb, --prec, --check, --niter, --seed, --format to a subcommand.

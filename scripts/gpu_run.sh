@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with bundle/ carried: the GPU test suite,
 # a CLI check and the Cholesky benchmark against cuSOLVER. Results go to $OUT (or out/).
-# Usage: bash scripts/gpu_run.sh [tests] [cli] [bench] [bench-cpu] [bench-args...]
-#   (default: tests cli bench). bench: GPU workers only (STARPU_NCPU=0); bench-cpu: every
-#   CPU core as a worker too, at n = 40000.
+# Usage: bash scripts/gpu_run.sh [tests] [cli] [bench] [bench-cpu] [bench-lu] [bench-args...]
+#   (default: tests cli bench). bench: Cholesky, GPU workers only (STARPU_NCPU=0), with
+#   bench-args; bench-cpu: every CPU core as a worker too, at n = 40000; bench-lu: tile LU,
+#   GPU workers only, with the arguments in $BENCH_LU_ARGS.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
@@ -13,7 +14,7 @@ bin=$root/bundle/bin
 steps=()
 bench_args=()
 for a in "$@"; do
-    case "$a" in tests|cli|bench|bench-cpu) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
+    case "$a" in tests|cli|bench|bench-cpu|bench-lu) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
 done
 [ ${#steps[@]} -eq 0 ] && steps=(tests cli bench)
 
@@ -47,10 +48,17 @@ for step in "${steps[@]}"; do
         "$bin/starfact" potrf -n 8192 --nb 1024 --check --niter 3 > "$out/cli_potrf.txt" 2>&1 || status=1
         "$bin/starfact" posv -n 8192 --nb 1024 --nrhs 16 --check --format json > "$out/cli_posv.json" 2>&1 || status=1
         "$bin/starfact" potrf -n 4096 --nb 512 --uplo U --prec s --check > "$out/cli_potrf_s_upper.txt" 2>&1 || status=1
+        "$bin/starfact" gesv -n 8192 --nb 1024 --nrhs 4 --check --niter 2 > "$out/cli_gesv.txt" 2>&1 || status=1
+        "$bin/starfact" getrf -m 12000 -n 6000 --nb 1024 --check > "$out/cli_getrf_tall.txt" 2>&1 || status=1
         ;;
     bench)
         STARPU_NCPU=0 "$bin/bench_potrf" --json "$out/bench_potrf.jsonl" "${bench_args[@]}" \
             > "$out/bench_potrf.txt" 2>&1 || status=1
+        ;;
+    bench-lu)
+        # shellcheck disable=SC2086
+        STARPU_NCPU=0 "$bin/bench_getrf" --json "$out/bench_getrf.jsonl" ${BENCH_LU_ARGS:-} \
+            > "$out/bench_getrf.txt" 2>&1 || status=1
         ;;
     bench-cpu)
         "$bin/bench_potrf" --sizes 40000 --nb 2048 --warmup 6 --json "$out/bench_potrf_cpu.jsonl" \

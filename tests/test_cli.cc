@@ -183,6 +183,50 @@ TEST_F(Cli, PosvJsonLinesCarryEveryKey) {
     EXPECT_EQ(results, 1) << describe(r);
 }
 
+TEST_F(Cli, GetrfSquareAndTallCheckedRunsExitZero) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"getrf", "-n", "200", "--nb", "48", "--ib", "8", "--check"},
+          std::vector<std::string>{"getrf", "-m", "300", "-n", "170", "--nb", "64", "--check", "--prec", "s"}}) {
+        std::vector<std::string> a = args;
+        a.insert(a.end(), {"--seed", std::to_string(seed() | 1)});
+        const CliResult r = run_cli(a);
+        ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+        EXPECT_NE(r.out.find(" ok"), std::string::npos) << describe(r);
+        EXPECT_EQ(r.out.find("FAILED"), std::string::npos) << describe(r);
+    }
+}
+
+TEST_F(Cli, GesvJsonReportsLapackAndGrowth) {
+    const CliResult r = run_cli({"gesv", "-n", "150", "--nb", "40", "--ib", "5", "--nrhs", "3", "--check", "--format",
+                                 "json", "--seed", std::to_string(seed() | 1)});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    std::istringstream lines(r.out);
+    std::string line;
+    int results = 0;
+    while (std::getline(lines, line)) {
+        const auto j = nlohmann::json::parse(line);
+        if (j["record"] != "result") continue;
+        ++results;
+        EXPECT_EQ(j.value("op", ""), "gesv");
+        EXPECT_EQ(j.value("ib", -1), 5);
+        for (const char* key : {"residual", "residual_lapack", "growth", "growth_pp"}) {
+            ASSERT_TRUE(j[key].is_number()) << key << " in " << line;
+            EXPECT_GT(j[key].get<double>(), 0.0) << key;
+        }
+        EXPECT_LT(j["residual"].get<double>(), 30.0);
+        EXPECT_GE(j["growth"].get<double>(), 1.0 - 1e-12) << "max|U| >= max|A| for the first pivot row";
+    }
+    EXPECT_EQ(results, 1) << describe(r);
+}
+
+TEST_F(Cli, GetrfWideMatrixIsAUsageError) {
+    const CliResult r = run_cli({"getrf", "-m", "10", "-n", "20"});
+    ASSERT_TRUE(r.exited) << describe(r);
+    EXPECT_EQ(r.code, 2) << describe(r);
+    EXPECT_NE(r.err.find("-m"), std::string::npos) << describe(r);
+    EXPECT_TRUE(r.home_empty) << "nothing may start on a usage error";
+}
+
 TEST_F(Cli, NbZeroMeansAutomatic) {
     const CliResult r = run_cli({"potrf", "-n", "40", "--nb", "0", "--check", "--format", "json"});
     ASSERT_TRUE(r.exited && r.code == 0) << describe(r);

@@ -2,4 +2,5 @@
 #pragma once
 
 #include "tile_algorithms/cholesky.hpp"
+#include "tile_algorithms/lu.hpp"
 #include "tile_algorithms/tile_matrix.hpp"

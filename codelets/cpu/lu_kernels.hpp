@@ -30,8 +30,10 @@ template <class T>
 int getrf(TileView<T> A, int* ipiv, int ib);
 
 /// Applies GETRF's row swaps and L to a tile of the same tile row: A = L^{-1} P A, where D is
-/// the factored K x K diagonal tile (L unit lower in its strict lower part), ipiv its K
-/// pivots, and A is K x n.
+/// the factored diagonal tile (L unit lower in its strict lower part), ipiv its K pivots,
+/// K = min(A.m, D.n), and A is m x n. When m > K (the tall last diagonal tile of a tall
+/// matrix, met when the transformations are applied to a right-hand side), L is m x K
+/// trapezoidal: rows K.. of A are updated by D's rows K.. after the solve of the top K rows.
 template <class T>
 void gessm(const int* ipiv, TileView<const T> D, TileView<T> A, int ib);
 

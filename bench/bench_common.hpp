@@ -1,0 +1,57 @@
+// Shared pieces of the benchmarks: medians, JSON-lines output, CUDA checks, the GPU's node.
+#pragma once
+
+#include <starpu.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace starfact::bench {
+
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+/// Throws with the call's text when a CUDA, cuBLAS or cuSOLVER status is not 0.
+inline void check(long status, const char* what) {
+    if (status != 0) throw std::runtime_error(fmt::format("{} failed: {}", what, status));
+}
+
+/// The memory node of the first CUDA worker (STARPU_MAIN_RAM if none).
+inline unsigned first_cuda_node() {
+    for (unsigned w = 0; w < starpu_worker_get_count(); ++w)
+        if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CUDA_WORKER) return starpu_worker_get_memory_node(w);
+    return STARPU_MAIN_RAM;
+}
+
+inline std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+}
+
+/// Prints JSON lines to stdout and, when a path is given, to that file too.
+class Emitter {
+public:
+    explicit Emitter(const std::string& path) {
+        if (!path.empty()) file_.open(path);
+    }
+    void operator()(const nlohmann::ordered_json& j) {
+        fmt::print("{}\n", j.dump());
+        std::fflush(stdout);
+        if (file_) file_ << j.dump() << "\n" << std::flush;
+    }
+
+private:
+    std::ofstream file_;
+};
+
+}  // namespace starfact::bench

@@ -1,0 +1,401 @@
+// CUDA kernels of tile LU with incremental pivoting: cuSOLVER's GETRF, our row-swap kernels and
+// TSTRF panel kernel, cuBLAS for the triangular solves and the updates. Semantics and storage:
+// codelets/cpu/lu_kernels.hpp.
+#include "codelets/cuda/lu_kernels.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "codelets/cuda/tile_kernels.hpp"
+
+namespace starfact::cuda {
+namespace {
+
+constexpr int kSwapThreads = 128;
+constexpr int kConvertThreads = 256;
+constexpr int kPanelMaxThreads = 1024;
+constexpr int kWarp = 32;
+// cuSOLVER wants its buffer aligned like a cudaMalloc'd one; the int64 pivots in front of it
+// are padded to keep that.
+constexpr std::size_t kAlign = 256;
+// Dynamic shared memory a kernel may use without cudaFuncSetAttribute.
+constexpr std::size_t kDefaultSmem = 48 * 1024;
+// Room left for the panel kernel's static shared memory (its reduction scratch).
+constexpr std::size_t kStaticSmemReserve = 1024;
+
+std::size_t align_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+template <class T>
+constexpr cudaDataType data_type() {
+    return std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
+}
+
+template <class T>
+TileView<const T> as_const(TileView<T> v) {
+    return {v.data, v.m, v.n, v.ld};
+}
+
+cudaError_t from_blas(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown; }
+
+int blocks_for(int n, int threads) { return (n + threads - 1) / threads; }
+
+// LAPACK's sfmin: below it, 1 / pivot overflows, so the column is divided instead.
+__device__ inline float safe_min(float) { return FLT_MIN; }
+__device__ inline double safe_min(double) { return DBL_MIN; }
+
+// The pivot search orders candidates by |v|; NaN ranks below every number (but above "no
+// candidate"), so a NaN never wins over a number and an all-NaN column still picks a real row.
+template <class T>
+__device__ inline T pivot_key(T v) {
+    if (v != v) return T(-1);
+    return v < T(0) ? -v : v;
+}
+
+// Larger key first; equal keys: the lower index, as idamax takes the first maximum.
+template <class T>
+__device__ inline bool better(T key, int idx, T best_key, int best_idx) {
+    return key > best_key || (key == best_key && idx < best_idx);
+}
+
+template <class T>
+__device__ inline void warp_argmax(T& key, int& idx) {
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+        const T k = __shfl_down_sync(0xffffffffu, key, offset);
+        const int i = __shfl_down_sync(0xffffffffu, idx, offset);
+        if (better(k, i, key, idx)) {
+            key = k;
+            idx = i;
+        }
+    }
+}
+
+// cuSOLVER's int64 pivots to our int32 ones. A pivot outside [j + 1, m] cannot come from a
+// sound factorization; it is clamped to "no swap" so that a later laswp never leaves the tile.
+__global__ void pivots_to_int32_kernel(const std::int64_t* ipiv64, int k, int m, int* ipiv) {
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < k; j += gridDim.x * blockDim.x) {
+        const std::int64_t p = ipiv64[j];
+        ipiv[j] = (p < j + 1 || p > m) ? j + 1 : static_cast<int>(p);
+    }
+}
+
+// LAPACK's laswp with increment 1: the swaps j <-> ipiv[j] - 1, j = 0..k-1, in order. Each
+// thread owns a column, so all the swaps of a tile take one launch and need no barrier.
+template <class T>
+__global__ void laswp_kernel(TileView<T> A, const int* ipiv, int k) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= A.n) return;
+    for (int j = 0; j < k; ++j) {
+        const int p = ipiv[j] - 1;
+        if (p == j || p < 0 || p >= A.m) continue;
+        const T t = A(j, c);
+        A(j, c) = A(p, c);
+        A(p, c) = t;
+    }
+}
+
+// TSTRF's swaps of one inner block between the b rows X (rows J of the upper tile) and the
+// rows of Y (the lower tile): ipiv[jj] == j0 + jj + 1 keeps row jj, K + r + 1 swaps it with
+// Y's row r. Same one-thread-per-column layout as laswp_kernel.
+template <class T>
+__global__ void swap_pairs_kernel(TileView<T> X, TileView<T> Y, const int* ipiv, int j0, int b, int K) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= X.n) return;
+    for (int jj = 0; jj < b; ++jj) {
+        const int p = ipiv[jj];
+        const int r = p - K - 1;
+        if (p == j0 + jj + 1 || r < 0 || r >= Y.m) continue;
+        const T t = X(jj, c);
+        X(jj, c) = Y(r, c);
+        Y(r, c) = t;
+    }
+}
+
+// Partial-pivoting LU of TSTRF's (b + m) x b panel [U(J, J); A(:, J)] in one thread block.
+// U: the b x b block U(J, J), of which only the upper triangle is read or written (its strict
+// lower part holds GETRF's L); its rows below the current column jj have zeros in column jj,
+// so the only U candidate for pivot jj is U(jj, jj) and those rows never need an update.
+// A: the m x b block A(:, J), rows spread over the threads; when `cached`, it is factored in
+// dynamic shared memory (after the b entries of the pivot row) and written back at the end.
+// L: the b x b block L(0:b, J), which gets L1's strict lower part. ipiv and info: from column
+// j0 of the tile; *info is only set when still 0, so the first zero pivot of the tile wins.
+template <class T>
+__global__ void __launch_bounds__(kPanelMaxThreads)
+    tstrf_panel_kernel(TileView<T> U, TileView<T> A, TileView<T> L, int* ipiv, int* info, int j0, int K,
+                       bool cached) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ T warp_key[kPanelMaxThreads / kWarp];
+    __shared__ int warp_idx[kPanelMaxThreads / kWarp];
+    __shared__ int s_piv;
+    __shared__ T s_pval;
+
+    const int b = A.n, m = A.m;
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+    const int lane = tid % kWarp, warp = tid / kWarp, nwarps = nthreads / kWarp;
+    T* const urow = reinterpret_cast<T*>(smem_raw);
+    TileView<T> a = A;
+    if (cached) {
+        a = {urow + b, m, b, m > 0 ? m : 1};
+        for (int e = tid; e < m * b; e += nthreads) a(e % m, e / m) = A(e % m, e / m);
+        __syncthreads();
+    }
+
+    for (int jj = 0; jj < b; ++jj) {
+        // Block-wide argmax of |a(:, jj)|; -2 ranks below every real key (NaN included).
+        T key = T(-2);
+        int idx = INT_MAX;
+        for (int i = tid; i < m; i += nthreads) {
+            const T k = pivot_key(a(i, jj));
+            if (better(k, i, key, idx)) {
+                key = k;
+                idx = i;
+            }
+        }
+        warp_argmax(key, idx);
+        if (lane == 0) {
+            warp_key[warp] = key;
+            warp_idx[warp] = idx;
+        }
+        __syncthreads();
+        if (warp == 0) {
+            key = lane < nwarps ? warp_key[lane] : T(-2);
+            idx = lane < nwarps ? warp_idx[lane] : INT_MAX;
+            warp_argmax(key, idx);
+            if (lane == 0) {
+                // U's own row comes first in the panel, so it wins ties (index -1).
+                const T uval = U(jj, jj);
+                T pval = uval;
+                int piv = -1;
+                if (!better(pivot_key(uval), -1, key, idx)) {
+                    piv = idx;
+                    pval = a(idx, jj);
+                }
+                ipiv[jj] = piv < 0 ? j0 + jj + 1 : K + piv + 1;
+                if (pval == T(0) && *info == 0) *info = j0 + jj + 1;
+                s_piv = piv;
+                s_pval = pval;
+            }
+        }
+        __syncthreads();
+
+        // Swap panel row jj (U's) with A's row piv. Left of jj, U's row is zero and A's row
+        // holds the multipliers of the earlier columns: they move up and become L1's row jj.
+        const int piv = s_piv;
+        for (int c = tid; c < b; c += nthreads) {
+            if (c < jj) {
+                L(jj, c) = piv < 0 ? T(0) : a(piv, c);
+                if (piv >= 0) a(piv, c) = T(0);
+            } else {
+                T u = U(jj, c);
+                if (piv >= 0) {
+                    const T t = a(piv, c);
+                    a(piv, c) = u;
+                    u = t;
+                    U(jj, c) = u;
+                }
+                urow[c] = u;
+            }
+        }
+        __syncthreads();
+
+        // Multipliers and rank-1 update of A's rows; a zero pivot is skipped, not divided by,
+        // as in LAPACK's getf2. The next column's search only reads each thread's own rows,
+        // so no barrier is needed before it.
+        const T pval = s_pval;
+        const bool scale = pval != T(0);
+        const bool reciprocal = pivot_key(pval) >= safe_min(pval);
+        const T inv = T(1) / pval;
+        for (int i = tid; i < m; i += nthreads) {
+            T l = a(i, jj);
+            if (scale) l = reciprocal ? l * inv : l / pval;
+            a(i, jj) = l;
+            for (int c = jj + 1; c < b; ++c) a(i, c) -= l * urow[c];
+        }
+    }
+
+    if (cached) {
+        __syncthreads();
+        for (int e = tid; e < m * b; e += nthreads) A(e % m, e / m) = a(e % m, e / m);
+    }
+}
+
+int panel_threads(int m) {
+    const int rounded = (std::max(m, 1) + kWarp - 1) / kWarp * kWarp;
+    return std::min(rounded, kPanelMaxThreads);
+}
+
+// Dynamic shared memory the panel kernel may get on the current device.
+cudaError_t panel_smem_budget(std::size_t* budget) {
+    int device = 0, optin = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return err;
+    err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err != cudaSuccess) return err;
+    const auto limit = static_cast<std::size_t>(optin);
+    *budget = limit > kStaticSmemReserve ? limit - kStaticSmemReserve : 0;
+    return cudaSuccess;
+}
+
+cudaError_t getrf_buffer_bytes(cusolverDnHandle_t solver, cusolverDnParams_t params, cudaDataType type, int m, int n,
+                               std::size_t* device_bytes, std::size_t* host_bytes) {
+    *device_bytes = 0;
+    *host_bytes = 0;
+    if (m == 0 || n == 0) return cudaSuccess;
+    // The size depends on the shape only: cuSOLVER does not read A here.
+    return cusolverDnXgetrf_bufferSize(solver, params, m, n, type, nullptr, std::max(m, 1), type, device_bytes,
+                                       host_bytes) == CUSOLVER_STATUS_SUCCESS
+               ? cudaSuccess
+               : cudaErrorUnknown;
+}
+
+}  // namespace
+
+template <class T>
+std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t params, int m, int n, int ib) {
+    // Only GETRF uses the workspace (its int64 pivots, then cuSOLVER's buffer): TSTRF's panel
+    // works in place and in shared memory, GESSM and SSSSM only swap and call cuBLAS. ib does
+    // not matter. "At most m x n": the square diagonal tile k x k is queried too, in case the
+    // buffer size is not monotone in the shape.
+    (void)ib;
+    const int k = std::min(m, n);
+    std::size_t device_max = 0;
+    for (const auto& [mm, nn] : {std::pair{m, n}, std::pair{k, k}}) {
+        std::size_t device_bytes = 0, host_bytes = 0;
+        // On failure, report 0: getrf then finds the workspace too small and says so.
+        if (getrf_buffer_bytes(solver, params, data_type<T>(), mm, nn, &device_bytes, &host_bytes) != cudaSuccess)
+            return 0;
+        device_max = std::max(device_max, device_bytes);
+    }
+    return align_up(static_cast<std::size_t>(std::max(k, 0)) * sizeof(std::int64_t)) + device_max;
+}
+
+template <class T>
+cudaError_t getrf(const LuContext& ctx, TileView<T> A, int* dipiv, int* dinfo, int ib) {
+    // cuSOLVER picks its own blocking; any ib gives the same factorization up to rounding.
+    if (ib < 1) return cudaErrorInvalidValue;
+    if (A.empty()) return cudaMemsetAsync(dinfo, 0, sizeof(int), ctx.stream);
+    const int k = std::min(A.m, A.n);
+    std::size_t device_bytes = 0, host_bytes = 0;
+    cudaError_t err = getrf_buffer_bytes(ctx.solver, ctx.params, data_type<T>(), A.m, A.n, &device_bytes, &host_bytes);
+    if (err != cudaSuccess) return err;
+    // The 64-bit getrf has needed no host workspace so far; we could not give it one without
+    // allocating (and a host buffer would tie the call to the host), so refuse.
+    if (host_bytes != 0) return cudaErrorNotSupported;
+    const std::size_t pivot_bytes = align_up(static_cast<std::size_t>(k) * sizeof(std::int64_t));
+    if (ctx.work == nullptr || pivot_bytes + device_bytes > ctx.work_bytes) return cudaErrorInvalidValue;
+    auto* ipiv64 = static_cast<std::int64_t*>(ctx.work);
+    void* buffer = static_cast<char*>(ctx.work) + pivot_bytes;
+    if (cusolverDnXgetrf(ctx.solver, ctx.params, A.m, A.n, data_type<T>(), A.data, A.ld, ipiv64, data_type<T>(),
+                         buffer, device_bytes, nullptr, 0, dinfo) != CUSOLVER_STATUS_SUCCESS)
+        return cudaErrorUnknown;
+    const int blocks = std::min(blocks_for(k, kConvertThreads), 64);
+    pivots_to_int32_kernel<<<blocks, kConvertThreads, 0, ctx.stream>>>(ipiv64, k, A.m, dipiv);
+    return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, TileView<T> A, int ib) {
+    // L^{-1} P A block by block equals all of P first, then one solve with the whole unit lower
+    // L: GETRF's later swaps already moved the rows of L's earlier columns. So ib is not needed.
+    if (ib < 1) return cudaErrorInvalidValue;
+    if (A.empty()) return cudaSuccess;
+    // K pivots; a tall diagonal tile (the last one of a tall matrix) has an m x K trapezoidal L:
+    // its rows below K update the rows of A below K.
+    const int K = std::min(A.m, D.n);
+    laswp_kernel<T><<<blocks_for(A.n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(A, dipiv, K);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    TileView<T> top = A.sub(0, 0, K, A.n);
+    err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), D.sub(0, 0, K, K), top));
+    if (err != cudaSuccess || A.m == K) return err;
+    return from_blas(gemm<T>(ctx.blas, 'N', 'N', T(-1), D.sub(K, 0, A.m - K, K), as_const(top), T(1),
+                             A.sub(K, 0, A.m - K, A.n)));
+}
+
+template <class T>
+cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T> L, int* dipiv, int* dinfo,
+                  int ib) {
+    if (ib < 1) return cudaErrorInvalidValue;
+    cudaError_t err = cudaMemsetAsync(dinfo, 0, sizeof(int), ctx.stream);
+    if (err != cudaSuccess) return err;
+    const int K = A.n, m = A.m;
+    if (K == 0) return cudaSuccess;
+    std::size_t smem_budget = 0;
+    err = panel_smem_budget(&smem_budget);
+    if (err != cudaSuccess) return err;
+    const int threads = panel_threads(m);
+
+    for (int j0 = 0; j0 < K; j0 += ib) {
+        const int b = std::min(ib, K - j0);
+        const std::size_t row_bytes = static_cast<std::size_t>(b) * sizeof(T);
+        const std::size_t cached_bytes = row_bytes + static_cast<std::size_t>(m) * row_bytes;
+        const bool cached = cached_bytes <= smem_budget;
+        const std::size_t smem = cached ? cached_bytes : row_bytes;
+        if (smem > kDefaultSmem) {
+            err = cudaFuncSetAttribute(tstrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem));
+            if (err != cudaSuccess) return err;
+        }
+        tstrf_panel_kernel<T><<<1, threads, smem, ctx.stream>>>(U.sub(j0, j0, b, b), A.sub(0, j0, m, b),
+                                                                 L.sub(0, j0, b, b), dipiv + j0, dinfo, j0, K, cached);
+        err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+
+        const int right = K - j0 - b;
+        if (right == 0) continue;
+        const TileView<T> U12 = U.sub(j0, j0 + b, b, right);
+        const TileView<T> A12 = A.sub(0, j0 + b, m, right);
+        swap_pairs_kernel<T><<<blocks_for(right, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(U12, A12, dipiv + j0,
+                                                                                               j0, b, K);
+        err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+        err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), as_const(L.sub(0, j0, b, b)), U12));
+        if (err != cudaSuccess) return err;
+        err = from_blas(gemm<T>(ctx.blas, 'N', 'N', T(-1), as_const(A.sub(0, j0, m, b)), as_const(U12), T(1), A12));
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
+template <class T>
+cudaError_t ssssm(const LuContext& ctx, TileView<T> A1, TileView<T> A2, TileView<const T> L, TileView<const T> AL,
+                  const int* dipiv, int ib) {
+    if (ib < 1) return cudaErrorInvalidValue;
+    const int K = AL.n, m = A2.m, n = A2.n;
+    if (n == 0) return cudaSuccess;
+    for (int j0 = 0; j0 < K; j0 += ib) {
+        const int b = std::min(ib, K - j0);
+        const TileView<T> A1J = A1.sub(j0, 0, b, n);
+        swap_pairs_kernel<T><<<blocks_for(n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(A1J, A2, dipiv + j0, j0,
+                                                                                           b, K);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) return err;
+        err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), L.sub(0, j0, b, b), A1J));
+        if (err != cudaSuccess) return err;
+        err = from_blas(gemm<T>(ctx.blas, 'N', 'N', T(-1), AL.sub(0, j0, m, b), as_const(A1J), T(1), A2));
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
+template std::size_t lu_workspace_bytes<float>(cusolverDnHandle_t, cusolverDnParams_t, int, int, int);
+template cudaError_t getrf<float>(const LuContext&, TileView<float>, int*, int*, int);
+template cudaError_t gessm<float>(const LuContext&, const int*, TileView<const float>, TileView<float>, int);
+template cudaError_t tstrf<float>(const LuContext&, TileView<float>, TileView<float>, TileView<float>, int*, int*,
+                                  int);
+template cudaError_t ssssm<float>(const LuContext&, TileView<float>, TileView<float>, TileView<const float>,
+                                  TileView<const float>, const int*, int);
+template std::size_t lu_workspace_bytes<double>(cusolverDnHandle_t, cusolverDnParams_t, int, int, int);
+template cudaError_t getrf<double>(const LuContext&, TileView<double>, int*, int*, int);
+template cudaError_t gessm<double>(const LuContext&, const int*, TileView<const double>, TileView<double>, int);
+template cudaError_t tstrf<double>(const LuContext&, TileView<double>, TileView<double>, TileView<double>, int*,
+                                   int*, int);
+template cudaError_t ssssm<double>(const LuContext&, TileView<double>, TileView<double>, TileView<const double>,
+                                   TileView<const double>, const int*, int);
+
+}  // namespace starfact::cuda

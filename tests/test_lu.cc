@@ -1,0 +1,188 @@
+// Tile LU with incremental pivoting (getrf, getrs, gesv, lu_apply_forward) through StarPU:
+// backward errors around nb and for m > n, exact info for planted zero columns, NaN input,
+// argument errors, and the CUDA path against the CPU path.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "codelets/codelets.hpp"
+#include "common/checks.hpp"
+#include "common/error.hpp"
+#include "test_support.hpp"
+#include "tile_algorithms/tile_algorithms.hpp"
+
+namespace starfact::test {
+namespace {
+
+template <class T>
+class Lu : public RuntimeTest {};
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(Lu, Precisions);
+
+// Factors A (m x n) with tile LU; returns info and fills the factor and the transformation
+// residual ||L~^{-1} P~ A - [U; 0]|| / (n ||A|| eps).
+template <class T>
+int factor_and_transform(const HostMatrix<T>& A, int nb, int ib, double* transform_residual) {
+    TileMatrix<T> tA(A.m, A.n, nb);
+    tA.from_lapack(A.ptr(), A.ld);
+    LuFactors<T> F(tA, ib);
+    const int info = getrf(tA, F);
+    HostMatrix<T> Fa(A.m, A.n, A.ld), G(A.m, A.n, A.ld);
+    tA.to_lapack(Fa.ptr(), Fa.ld);
+    TileMatrix<T> tG(A.m, A.n, nb);
+    tG.from_lapack(A.ptr(), A.ld);
+    lu_apply_forward(tA, F, tG);
+    tG.to_lapack(G.ptr(), G.ld);
+    *transform_residual = checks::lu_transform_residual(A.m, A.n, A.ptr(), A.ld, G.ptr(), G.ld, Fa.ptr(), Fa.ld);
+    return info;
+}
+
+// gesv on an n x n random system with nrhs right-hand sides; returns the backward error.
+template <class T>
+double gesv_backward_error(const HostMatrix<T>& A, const HostMatrix<T>& B, int nb, int ib, int* info) {
+    TileMatrix<T> tA(A.m, A.n, nb), tB(B.m, B.n, nb);
+    tA.from_lapack(A.ptr(), A.ld);
+    tB.from_lapack(B.ptr(), B.ld);
+    *info = gesv(tA, tB, ib);
+    HostMatrix<T> X(B.m, B.n, B.ld);
+    tB.to_lapack(X.ptr(), X.ld);
+    return solve_residual(A, X, B);
+}
+
+TYPED_TEST(Lu, GesvBackwardErrorAroundNb) {
+    using T = TypeParam;
+    for (int nb : {7, 8}) {
+        for (int ib : {1, 3, nb}) {
+            for (int n : {1, 2, 3, nb - 1, nb, nb + 1, 2 * nb + 1, 3 * nb + 7}) {
+                SCOPED_TRACE(::testing::Message() << "n=" << n << " nb=" << nb << " ib=" << ib);
+                const auto A = random_matrix<T>(n, n, n + 2, this->seed() + n);
+                const auto B = random_matrix<T>(n, 3, n + 1, this->seed() + 7 * n);
+                int info = -1;
+                const double res = gesv_backward_error(A, B, nb, ib, &info);
+                EXPECT_EQ(info, 0);
+                EXPECT_TRUE(checks::passes(res)) << "backward error " << res;
+            }
+        }
+    }
+}
+
+TYPED_TEST(Lu, TallAndSquareTransformResidual) {
+    using T = TypeParam;
+    const int nb = 9;
+    for (auto [m, n] : {std::pair{9, 9}, {20, 20}, {40, 17}, {31, 9}, {50, 30}, {64, 64}}) {
+        SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n);
+        const auto A = random_matrix<T>(m, n, m + 1, this->seed() + m * 100 + n);
+        double res = -1;
+        EXPECT_EQ(factor_and_transform(A, nb, 4, &res), 0);
+        EXPECT_TRUE(checks::passes(res)) << "transform residual " << res;
+    }
+}
+
+TYPED_TEST(Lu, ZeroSizeIsANoOp) {
+    using T = TypeParam;
+    TileMatrix<T> A(0, 0, 4), B(0, 2, 4);
+    EXPECT_EQ(gesv(A, B, 2), 0);
+}
+
+TYPED_TEST(Lu, PlantedZeroColumnGivesExactInfo) {
+    using T = TypeParam;
+    const int nb = 8;
+    for (int n : {8, 21, 33}) {
+        for (int k : {1, n / 2 + 1, n}) {
+            SCOPED_TRACE(::testing::Message() << "n=" << n << " zero column k=" << k);
+            auto A = random_matrix<T>(n, n, n, this->seed() + 31 * n + k);
+            for (int i = 0; i < n; ++i) A(i, k - 1) = T(0);
+            TileMatrix<T> tA(n, n, nb);
+            tA.from_lapack(A.ptr(), A.ld);
+            LuFactors<T> F(tA, 3);
+            EXPECT_EQ(getrf(tA, F), k);
+            // gesv reports the same and leaves B alone.
+            const auto B = random_matrix<T>(n, 2, n, this->seed() + 5);
+            TileMatrix<T> tA2(n, n, nb), tB(n, 2, nb);
+            tA2.from_lapack(A.ptr(), A.ld);
+            tB.from_lapack(B.ptr(), B.ld);
+            EXPECT_EQ(gesv(tA2, tB, 3), k);
+            HostMatrix<T> X(n, 2, n);
+            tB.to_lapack(X.ptr(), X.ld);
+            EXPECT_EQ(std::memcmp(X.ptr(), B.ptr(), sizeof(T) * B.data.size()), 0);
+        }
+    }
+}
+
+// NaN in one tile: no crash, no hang, the factorization completes. What info says depends on
+// where the NaN spreads (NaN pivots are not "exactly zero"), so it is only required to be in
+// range: 0 <= info <= n.
+TYPED_TEST(Lu, NaNInOneTileCompletes) {
+    using T = TypeParam;
+    const int n = 30, nb = 8;
+    auto A = random_matrix<T>(n, n, n, this->seed());
+    A(17, 9) = nan<T>();
+    TileMatrix<T> tA(n, n, nb);
+    tA.from_lapack(A.ptr(), A.ld);
+    LuFactors<T> F(tA, 4);
+    const int info = getrf(tA, F);
+    EXPECT_GE(info, 0);
+    EXPECT_LE(info, n);
+}
+
+TYPED_TEST(Lu, ArgumentErrorsComeBeforeAnyTask) {
+    using T = TypeParam;
+    TileMatrix<T> wide(8, 12, 4), sq(12, 12, 4), other_nb(12, 1, 6), short_b(8, 1, 4);
+    EXPECT_THROW(LuFactors<T>(sq, 0), ArgumentError);
+    starpu_task_wait_for_all();
+    auto expect_arg = [](const char* name, auto call) {
+        try {
+            call();
+            ADD_FAILURE() << "no ArgumentError for " << name;
+        } catch (const ArgumentError& e) {
+            EXPECT_EQ(e.argument(), name) << e.what();
+        }
+        EXPECT_EQ(starpu_task_nsubmitted(), 0);
+    };
+    expect_arg("A", [&] {
+        LuFactors<T> F(wide, 2);
+        getrf(wide, F);
+    });
+    expect_arg("B", [&] { gesv(sq, other_nb, 2); });
+    expect_arg("B", [&] { gesv(sq, short_b, 2); });
+    LuFactors<T> Fsq(sq, 2);
+    TileMatrix<T> sq2(16, 16, 4);
+    expect_arg("F", [&] { getrf(sq2, Fsq); });
+}
+
+TYPED_TEST(Lu, CudaForcedMatchesCpu) {
+    using T = TypeParam;
+    STARFACT_REQUIRE_CUDA_WORKER(this->ncuda());
+    for (auto [n, nb, ib] : {std::tuple{64, 16, 4}, {100, 32, 8}, {257, 64, 32}, {300, 128, 128}}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " nb=" << nb << " ib=" << ib);
+        const auto A = random_matrix<T>(n, n, n, this->seed() + n);
+        const auto B = random_matrix<T>(n, 4, n, this->seed() + 2 * n);
+        int info_cpu = -1, info_gpu = -1;
+        double res_cpu, res_gpu;
+        {
+            codelets::ScopedImpl cpu(codelets::Impl::Cpu);
+            res_cpu = gesv_backward_error(A, B, nb, ib, &info_cpu);
+        }
+        {
+            codelets::ScopedImpl gpu(codelets::Impl::Cuda);
+            res_gpu = gesv_backward_error(A, B, nb, ib, &info_gpu);
+        }
+        EXPECT_EQ(info_cpu, 0);
+        EXPECT_EQ(info_gpu, 0);
+        EXPECT_TRUE(checks::passes(res_cpu)) << res_cpu;
+        EXPECT_TRUE(checks::passes(res_gpu)) << res_gpu;
+    }
+    // A planted zero column gives the same exact info on the GPU.
+    const int n = 70;
+    auto A = random_matrix<T>(n, n, n, this->seed());
+    for (int i = 0; i < n; ++i) A(i, 36) = T(0);
+    codelets::ScopedImpl gpu(codelets::Impl::Cuda);
+    TileMatrix<T> tA(n, n, 16);
+    tA.from_lapack(A.ptr(), A.ld);
+    LuFactors<T> F(tA, 4);
+    EXPECT_EQ(getrf(tA, F), 37);
+}
+
+}  // namespace
+}  // namespace starfact::test

@@ -1,0 +1,174 @@
+// Tile LU with incremental pivoting: right-looking submission of GETRF, GESSM, TSTRF and
+// SSSSM tasks (with the diagonal-tile copy), and the solve.
+#include "tile_algorithms/lu.hpp"
+
+#include <fmt/format.h>
+
+#include "codelets/codelets.hpp"
+#include "common/error.hpp"
+#include "common/kernel_error.hpp"
+#include "tile_algorithms/priorities.hpp"
+
+namespace starfact {
+namespace {
+using namespace codelets;
+
+template <class T>
+void check_factors(const TileMatrix<T>& A, const LuFactors<T>& F) {
+    require(F.mt() == A.mt() && F.nt() == A.nt(), "F",
+            fmt::format("was made for {} x {} tiles, A has {} x {}", F.mt(), F.nt(), A.mt(), A.nt()));
+}
+
+template <class T>
+void check_rhs(const TileMatrix<T>& A, const TileMatrix<T>& B) {
+    require(B.m() == A.m(), "B", fmt::format("must have {} rows, got {}", A.m(), B.m()));
+    require(B.nb() == A.nb(), "B", fmt::format("must use the tile size of A ({}), got {}", A.nb(), B.nb()));
+}
+
+// Scratch copies of the factored diagonal tiles, registered where they are first written.
+template <class T>
+class DiagonalCopies {
+public:
+    explicit DiagonalCopies(const TileMatrix<T>& A) : handles_(static_cast<std::size_t>(A.nt())) {
+        for (int k = 0; k < A.nt(); ++k)
+            starpu_matrix_data_register(&handles_[k], -1, 0, A.tile_m(k), A.tile_m(k), A.tile_n(k), sizeof(T));
+    }
+    ~DiagonalCopies() {
+        for (starpu_data_handle_t h : handles_) starpu_data_unregister_submit(h);
+    }
+    DiagonalCopies(const DiagonalCopies&) = delete;
+    DiagonalCopies& operator=(const DiagonalCopies&) = delete;
+    starpu_data_handle_t operator[](int k) const { return handles_[k]; }
+
+private:
+    std::vector<starpu_data_handle_t> handles_;
+};
+
+// For every panel k: factor the diagonal tile, copy it for GESSM (whose readers then need not
+// wait for the TSTRFs that rewrite its U part), update its tile row, then eliminate every tile
+// below it pairwise with the diagonal tile (TSTRF) and update that pair's trailing columns.
+template <class T>
+void submit_factorization(TileMatrix<T>& A, const LuFactors<T>& F, const InfoVector& info, const DiagonalCopies<T>& D) {
+    const int mt = A.mt(), nt = A.nt(), ib = F.ib();
+    const Priorities prio{nt};
+    for (int k = 0; k < nt; ++k) {
+        submit_getrf<T>(ib, A(k, k), F.diag_pivots(k), info[k], prio.panel_factor(k));
+        if (k + 1 < nt) submit_lacpy<T>(A(k, k), D[k], prio.panel_factor(k));
+        for (int j = k + 1; j < nt; ++j) submit_gessm<T>(ib, F.diag_pivots(k), D[k], A(k, j), prio.update(k, j));
+        for (int i = k + 1; i < mt; ++i) {
+            submit_tstrf<T>(ib, A(k, k), A(i, k), F.L(i, k), F.pivots(i, k), info[k], prio.panel_solve(k));
+            for (int j = k + 1; j < nt; ++j)
+                submit_ssssm<T>(ib, A(k, j), A(i, j), F.L(i, k), A(i, k), F.pivots(i, k), prio.update(k, j));
+        }
+    }
+}
+
+// B = L~^{-1} P~ B: the same sequence of GESSM and SSSSM the factorization applied to its
+// trailing columns, now on every tile column of B.
+template <class T>
+void submit_forward(const TileMatrix<T>& A, const LuFactors<T>& F, TileMatrix<T>& B) {
+    const int mt = A.mt(), nt = A.nt(), ib = F.ib();
+    const Priorities prio{nt};
+    for (int c = 0; c < B.nt(); ++c)
+        for (int k = 0; k < nt; ++k) {
+            submit_gessm<T>(ib, F.diag_pivots(k), A(k, k), B(k, c), prio.panel_factor(k));
+            for (int i = k + 1; i < mt; ++i)
+                submit_ssssm<T>(ib, B(k, c), B(i, c), F.L(i, k), A(i, k), F.pivots(i, k), prio.panel_solve(k));
+        }
+}
+
+// B = U^{-1} B by tile back substitution.
+template <class T>
+void submit_backward(const TileMatrix<T>& A, TileMatrix<T>& B) {
+    const int nt = A.nt();
+    const Priorities prio{nt};
+    for (int c = 0; c < B.nt(); ++c)
+        for (int k = nt - 1; k >= 0; --k) {
+            submit_trsm<T>('L', 'U', 'N', 'N', T(1), A(k, k), B(k, c), prio.panel_solve(nt - 1 - k));
+            for (int i = 0; i < k; ++i)
+                submit_gemm<T>('N', 'N', T(-1), A(i, k), B(k, c), T(1), B(i, c), prio.update(nt - 1 - k, nt - 1 - i));
+        }
+}
+}  // namespace
+
+template <class T>
+LuFactors<T>::LuFactors(const TileMatrix<T>& A, int ib) : ib_(ib), mt_(A.mt()), nt_(A.nt()) {
+    require(ib >= 1, "ib", fmt::format("must be >= 1, got {}", ib));
+    require(A.m() >= A.n(), "A", fmt::format("must have m >= n, got {} x {}", A.m(), A.n()));
+    diag_pivots_.resize(static_cast<std::size_t>(nt_));
+    pivots_.assign(static_cast<std::size_t>(mt_) * nt_, nullptr);
+    L_.assign(static_cast<std::size_t>(mt_) * nt_, nullptr);
+    for (int k = 0; k < nt_; ++k) {
+        const int K = A.tile_n(k);
+        starpu_vector_data_register(&diag_pivots_[k], -1, 0, static_cast<uint32_t>(std::min(A.tile_m(k), K)),
+                                    sizeof(int));
+        for (int i = k + 1; i < mt_; ++i) {
+            starpu_vector_data_register(&pivots_[index(i, k)], -1, 0, static_cast<uint32_t>(K), sizeof(int));
+            starpu_matrix_data_register(&L_[index(i, k)], -1, 0, ib, ib, K, sizeof(T));
+        }
+    }
+}
+
+template <class T>
+LuFactors<T>::~LuFactors() {
+    for (auto* v : {&diag_pivots_, &pivots_, &L_})
+        for (starpu_data_handle_t h : *v)
+            if (h) starpu_data_unregister(h);
+}
+
+template <class T>
+int getrf(TileMatrix<T>& A, LuFactors<T>& F) {
+    require(A.m() >= A.n(), "A", fmt::format("must have m >= n, got {} x {}", A.m(), A.n()));
+    check_factors(A, F);
+    InfoVector info(A.nt());
+    {
+        DiagonalCopies<T> D(A);
+        submit_factorization(A, F, info, D);
+    }
+    starpu_task_wait_for_all();
+    throw_if_kernel_error();
+    return info.global_info(A.nb());
+}
+
+template <class T>
+void lu_apply_forward(const TileMatrix<T>& A, const LuFactors<T>& F, TileMatrix<T>& B) {
+    check_factors(A, F);
+    check_rhs(A, B);
+    submit_forward(A, F, B);
+    starpu_task_wait_for_all();
+    throw_if_kernel_error();
+}
+
+template <class T>
+void getrs(const TileMatrix<T>& A, const LuFactors<T>& F, TileMatrix<T>& B) {
+    require(A.m() == A.n(), "A", fmt::format("must be square, got {} x {}", A.m(), A.n()));
+    check_factors(A, F);
+    check_rhs(A, B);
+    submit_forward(A, F, B);
+    submit_backward(A, B);
+    starpu_task_wait_for_all();
+    throw_if_kernel_error();
+}
+
+template <class T>
+int gesv(TileMatrix<T>& A, TileMatrix<T>& B, int ib) {
+    require(A.m() == A.n(), "A", fmt::format("must be square, got {} x {}", A.m(), A.n()));
+    check_rhs(A, B);
+    LuFactors<T> F(A, ib);
+    const int info = getrf(A, F);
+    if (info == 0) getrs(A, F, B);
+    return info;
+}
+
+template class LuFactors<float>;
+template class LuFactors<double>;
+template int getrf<float>(TileMatrix<float>&, LuFactors<float>&);
+template int getrf<double>(TileMatrix<double>&, LuFactors<double>&);
+template void lu_apply_forward<float>(const TileMatrix<float>&, const LuFactors<float>&, TileMatrix<float>&);
+template void lu_apply_forward<double>(const TileMatrix<double>&, const LuFactors<double>&, TileMatrix<double>&);
+template void getrs<float>(const TileMatrix<float>&, const LuFactors<float>&, TileMatrix<float>&);
+template void getrs<double>(const TileMatrix<double>&, const LuFactors<double>&, TileMatrix<double>&);
+template int gesv<float>(TileMatrix<float>&, TileMatrix<float>&, int);
+template int gesv<double>(TileMatrix<double>&, TileMatrix<double>&, int);
+
+}  // namespace starfact
