@@ -224,6 +224,49 @@ __global__ void __launch_bounds__(kPanelMaxThreads)
     }
 }
 
+// TSTRF's wide blocks go to cuSOLVER: the stack [triu(U(J, J)); A(:, J)] is copied into a
+// (b + m) x b panel, factored by Xgetrf (all of the GPU, not one thread block), and copied back.
+// The rows of U below the current column are exact zeros in that column, so partial pivoting
+// never picks them for finite data; the encoding below turns any such pick (NaN) into "no swap".
+constexpr int kSolverPanelMinWidth = 32;
+constexpr int kCopyThreads = 256;
+
+template <class T>
+__global__ void stack_panel_kernel(TileView<const T> Ujj, TileView<const T> Aj, TileView<T> P) {
+    const int b = Ujj.n;
+    const long long total = static_cast<long long>(P.m) * b;
+    for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
+         idx += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const int r = static_cast<int>(idx % P.m), c = static_cast<int>(idx / P.m);
+        P(r, c) = r < b ? (r <= c ? Ujj(r, c) : T(0)) : Aj(r - b, c);
+    }
+}
+
+template <class T>
+__global__ void unstack_panel_kernel(TileView<const T> P, TileView<T> Ujj, TileView<T> Lj, TileView<T> Aj,
+                                     const std::int64_t* ipiv64, const int* panel_info, int* ipiv, int* info, int j0,
+                                     int K) {
+    const int b = Ujj.n;
+    const long long total = static_cast<long long>(P.m) * b;
+    for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
+         idx += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const int r = static_cast<int>(idx % P.m), c = static_cast<int>(idx / P.m);
+        if (r >= b)
+            Aj(r - b, c) = P(r, c);
+        else if (r <= c)
+            Ujj(r, c) = P(r, c);
+        else
+            Lj(r, c) = P(r, c);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        for (int c = 0; c < b; ++c) {
+            const std::int64_t p = ipiv64[c];
+            ipiv[c] = (p > b && p <= P.m) ? K + static_cast<int>(p - b) : j0 + c + 1;
+        }
+        if (*panel_info > 0 && *info == 0) *info = j0 + *panel_info;
+    }
+}
+
 int panel_threads(int m) {
     const int rounded = (std::max(m, 1) + kWarp - 1) / kWarp * kWarp;
     return std::min(rounded, kPanelMaxThreads);
@@ -257,11 +300,10 @@ cudaError_t getrf_buffer_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
 
 template <class T>
 std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t params, int m, int n, int ib) {
-    // Only GETRF uses the workspace (its int64 pivots, then cuSOLVER's buffer): TSTRF's panel
-    // works in place and in shared memory, GESSM and SSSSM only swap and call cuBLAS. ib does
-    // not matter. "At most m x n": the square diagonal tile k x k is queried too, in case the
-    // buffer size is not monotone in the shape.
-    (void)ib;
+    // GETRF: its int64 pivots, then cuSOLVER's buffer ("at most m x n": the square k x k is
+    // queried too, in case the size is not monotone in the shape). TSTRF with blocks of at
+    // least kSolverPanelMinWidth columns: its solver panel (below). Narrower TSTRF blocks work in
+    // place and in shared memory; GESSM and SSSSM only swap and call cuBLAS.
     const int k = std::min(m, n);
     std::size_t device_max = 0;
     for (const auto& [mm, nn] : {std::pair{m, n}, std::pair{k, k}}) {
@@ -271,7 +313,16 @@ std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
             return 0;
         device_max = std::max(device_max, device_bytes);
     }
-    return align_up(static_cast<std::size_t>(std::max(k, 0)) * sizeof(std::int64_t)) + device_max;
+    const std::size_t getrf_bytes = align_up(static_cast<std::size_t>(std::max(k, 0)) * sizeof(std::int64_t)) + device_max;
+    // TSTRF's solver panel: pivots, info, the (b + m) x b panel and cuSOLVER's buffer for it.
+    const int b = std::min(ib, n);
+    if (b < kSolverPanelMinWidth) return getrf_bytes;
+    std::size_t panel_device = 0, panel_host = 0;
+    if (getrf_buffer_bytes(solver, params, data_type<T>(), b + m, b, &panel_device, &panel_host) != cudaSuccess)
+        return 0;
+    const std::size_t tstrf_bytes = align_up(sizeof(std::int64_t) * b) + align_up(sizeof(int)) +
+                                    align_up(sizeof(T) * static_cast<std::size_t>(b + m) * b) + panel_device;
+    return std::max(getrf_bytes, tstrf_bytes);
 }
 
 template <class T>
@@ -317,6 +368,56 @@ cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, T
                              A.sub(K, 0, A.m - K, A.n)));
 }
 
+namespace {
+// One block of TSTRF by our single-thread-block panel kernel (narrow blocks).
+template <class T>
+cudaError_t tstrf_shared_panel(TileView<T> Ujj, TileView<T> Aj, TileView<T> Lj, int* ipiv, int* dinfo, int j0, int K,
+                               std::size_t smem_budget, cudaStream_t stream) {
+    const int b = Ujj.n, m = Aj.m;
+    const std::size_t row_bytes = static_cast<std::size_t>(b) * sizeof(T);
+    const std::size_t cached_bytes = row_bytes + static_cast<std::size_t>(m) * row_bytes;
+    const bool cached = cached_bytes <= smem_budget;
+    const std::size_t smem = cached ? cached_bytes : row_bytes;
+    if (smem > kDefaultSmem) {
+        const cudaError_t err = cudaFuncSetAttribute(tstrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     static_cast<int>(smem));
+        if (err != cudaSuccess) return err;
+    }
+    tstrf_panel_kernel<T><<<1, panel_threads(m), smem, stream>>>(Ujj, Aj, Lj, ipiv, dinfo, j0, K, cached);
+    return cudaGetLastError();
+}
+
+// One block of TSTRF through cuSOLVER (wide blocks): stack, Xgetrf, unstack.
+template <class T>
+cudaError_t tstrf_solver_panel(const LuContext& ctx, TileView<T> Ujj, TileView<T> Aj, TileView<T> Lj, int* ipiv,
+                               int* dinfo, int j0, int K) {
+    const int b = Ujj.n, rows = b + Aj.m;
+    std::size_t device_bytes = 0, host_bytes = 0;
+    cudaError_t err = getrf_buffer_bytes(ctx.solver, ctx.params, data_type<T>(), rows, b, &device_bytes, &host_bytes);
+    if (err != cudaSuccess) return err;
+    if (host_bytes != 0) return cudaErrorNotSupported;
+    if (ctx.work == nullptr) return cudaErrorInvalidValue;
+    char* w = static_cast<char*>(ctx.work);
+    auto* ipiv64 = reinterpret_cast<std::int64_t*>(w);
+    w += align_up(sizeof(std::int64_t) * b);
+    auto* panel_info = reinterpret_cast<int*>(w);
+    w += align_up(sizeof(int));
+    const TileView<T> P{reinterpret_cast<T*>(w), rows, b, rows};
+    w += align_up(sizeof(T) * static_cast<std::size_t>(rows) * b);
+    if (static_cast<std::size_t>(w - static_cast<char*>(ctx.work)) + device_bytes > ctx.work_bytes)
+        return cudaErrorInvalidValue;
+    const int grid = std::min(blocks_for(rows * b, kCopyThreads), 1024);
+    stack_panel_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(Ujj), as_const(Aj), P);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    if (cusolverDnXgetrf(ctx.solver, ctx.params, rows, b, data_type<T>(), P.data, P.ld, ipiv64, data_type<T>(), w,
+                         device_bytes, nullptr, 0, panel_info) != CUSOLVER_STATUS_SUCCESS)
+        return cudaErrorUnknown;
+    unstack_panel_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(P), Ujj, Lj, Aj, ipiv64, panel_info, ipiv,
+                                                                   dinfo, j0, K);
+    return cudaGetLastError();
+}
+}  // namespace
+
 template <class T>
 cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T> L, int* dipiv, int* dinfo,
                   int ib) {
@@ -328,22 +429,14 @@ cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T
     std::size_t smem_budget = 0;
     err = panel_smem_budget(&smem_budget);
     if (err != cudaSuccess) return err;
-    const int threads = panel_threads(m);
+    // Wide blocks: cuSOLVER on the whole GPU; narrow ones: one thread block, no cuSOLVER call overhead.
+    const bool solver_panel = std::min(ib, K) >= kSolverPanelMinWidth;
 
     for (int j0 = 0; j0 < K; j0 += ib) {
         const int b = std::min(ib, K - j0);
-        const std::size_t row_bytes = static_cast<std::size_t>(b) * sizeof(T);
-        const std::size_t cached_bytes = row_bytes + static_cast<std::size_t>(m) * row_bytes;
-        const bool cached = cached_bytes <= smem_budget;
-        const std::size_t smem = cached ? cached_bytes : row_bytes;
-        if (smem > kDefaultSmem) {
-            err = cudaFuncSetAttribute(tstrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem));
-            if (err != cudaSuccess) return err;
-        }
-        tstrf_panel_kernel<T><<<1, threads, smem, ctx.stream>>>(U.sub(j0, j0, b, b), A.sub(0, j0, m, b),
-                                                                 L.sub(0, j0, b, b), dipiv + j0, dinfo, j0, K, cached);
-        err = cudaGetLastError();
+        const TileView<T> Ujj = U.sub(j0, j0, b, b), Aj = A.sub(0, j0, m, b), Lj = L.sub(0, j0, b, b);
+        err = solver_panel ? tstrf_solver_panel(ctx, Ujj, Aj, Lj, dipiv + j0, dinfo, j0, K)
+                           : tstrf_shared_panel(Ujj, Aj, Lj, dipiv + j0, dinfo, j0, K, smem_budget, ctx.stream);
         if (err != cudaSuccess) return err;
 
         const int right = K - j0 - b;
