@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Turns bench_potrf JSON lines from a GPU run into a committed results file.
+"""Turns benchmark JSON lines (bench_potrf, bench_getrf) from a GPU run into a committed results file.
 
 Usage: scripts/bench_table.py RUN_DIR OUT_PREFIX "COMMAND"
-RUN_DIR holds machine.txt and bench_potrf*.jsonl (what scripts/gpu_run.sh writes);
+RUN_DIR holds machine.txt and bench_*.jsonl (what scripts/gpu_run.sh writes);
 OUT_PREFIX.csv gets one row per measured point with the date, machine, commit and command,
 and a Markdown table of the best tile size per order is printed for docs/.
 """
@@ -22,7 +22,7 @@ def main():
             meta[key] = value.strip()
     meta["machine"] = next((l for l in lines if "NVIDIA" in l), "unknown").split(",")[0]
     rows, summaries = [], []
-    for path in sorted(run.glob("bench_potrf*.jsonl")):
+    for path in sorted(run.glob("bench_*.jsonl")):
         config = {}
         for line in path.read_text().splitlines():
             rec = json.loads(line)
@@ -31,11 +31,12 @@ def main():
             elif rec["record"] == "point":
                 rows.append({
                     "date": meta.get("date"), "machine": meta["machine"], "commit": meta.get("commit"),
-                    "command": command, "file": path.name, "sched": config.get("sched"),
+                    "command": command, "file": path.name, "bench": config.get("bench", "potrf"),
+                    "sched": config.get("sched"),
                     "ncpu": config.get("ncpu"), "ncuda": config.get("ncuda"), "impl": rec["impl"],
-                    "n": rec["n"], "nb": rec.get("nb", ""), "time_s": f'{rec["time_s"]:.6f}',
+                    "n": rec["n"], "nb": rec.get("nb", ""), "ib": rec.get("ib", ""), "time_s": f'{rec["time_s"]:.6f}',
                     "tflops": f'{rec["tflops"]:.2f}', "info": rec["info"],
-                    "probe_residual": rec.get("probe_residual", ""),
+                    "residual": rec.get("probe_residual", rec.get("backward_error", "")),
                 })
             elif rec["record"] == "summary":
                 summaries.append((path.name, config, rec))
@@ -44,11 +45,12 @@ def main():
         writer.writeheader()
         writer.writerows(rows)
     print(f"{meta['machine']}, {meta.get('date')}, commit {meta.get('commit', '')[:10]}")
-    print("| workers | n | best nb | starfact TFLOP/s | cuSOLVER TFLOP/s | ratio |")
-    print("|---|---|---|---|---|---|")
+    print("| bench | workers | n | best nb | best ib | starfact TFLOP/s | cuSOLVER TFLOP/s | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, config, s in summaries:
         workers = f'{config.get("ncpu")} CPU + {config.get("ncuda")} CUDA'
-        print(f'| {workers} | {s["n"]} | {s["best_nb"]} | {s["starfact_tflops"]:.1f} | '
+        print(f'| {config.get("bench", "potrf")} | {workers} | {s["n"]} | {s["best_nb"]} | {s.get("best_ib", "")} | '
+              f'{s["starfact_tflops"]:.1f} | '
               f'{s["cusolver_tflops"]:.1f} | {s["ratio"]:.2f} |')
 
 

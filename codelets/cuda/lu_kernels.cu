@@ -30,6 +30,8 @@ constexpr std::size_t kDefaultSmem = 48 * 1024;
 constexpr std::size_t kStaticSmemReserve = 1024;
 
 std::size_t align_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+// Ints of workspace the composed pair swaps of a b-row block need: xsrc, count, yrow, ysrc.
+std::size_t pair_swap_ints(int b) { return 3 * static_cast<std::size_t>(b) + 1; }
 
 template <class T>
 constexpr cudaDataType data_type() {
@@ -114,6 +116,77 @@ __global__ void swap_pairs_kernel(TileView<T> X, TileView<T> Y, const int* ipiv,
         X(jj, c) = Y(r, c);
         Y(r, c) = t;
     }
+}
+
+// The same swaps, composed first: the b swaps of a block are a chain through a few rows, and
+// walking it once per column (above) costs b dependent memory round trips per thread. Here one
+// thread walks it once in shared memory, then every column is permuted by its own thread block
+// in one gather and one scatter. Sources are encoded as X row s (s < b) or touched-Y slot s - b.
+// Output in `perm`: xsrc[b], count, yrow[b], ysrc[b].
+__global__ void compose_pair_swaps_kernel(const int* ipiv, int j0, int b, int K, int ym, int* perm) {
+    extern __shared__ int smem[];
+    int* xcont = smem;      // b: what X row j holds (encoded as above, Y rows as b + row)
+    int* ycont = smem + b;  // ym: what Y row r holds
+    for (int j = threadIdx.x; j < b; j += blockDim.x) xcont[j] = j;
+    for (int r = threadIdx.x; r < ym; r += blockDim.x) ycont[r] = b + r;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int jj = 0; jj < b; ++jj) {
+            const int p = ipiv[jj], r = p - K - 1;
+            if (p == j0 + jj + 1 || r < 0 || r >= ym) continue;
+            const int t = xcont[jj];
+            xcont[jj] = ycont[r];
+            ycont[r] = t;
+        }
+    }
+    __syncthreads();
+    int* xsrc = perm;
+    int* count = perm + b;
+    int* yrow = perm + b + 1;
+    int* ysrc = perm + 2 * b + 1;
+    // The touched Y rows get slots; the slot of row r is kept in ycont's sign-free spare space:
+    // a second pass maps Y-row sources to slots.
+    __shared__ int nslots;
+    if (threadIdx.x == 0) nslots = 0;
+    __syncthreads();
+    for (int r = threadIdx.x; r < ym; r += blockDim.x)
+        if (ycont[r] != b + r) {
+            const int slot = atomicAdd(&nslots, 1);
+            yrow[slot] = r;
+            ysrc[slot] = ycont[r];
+        }
+    __syncthreads();
+    // Row -> slot lookup for the sources (reusing ycont: its values are no longer needed).
+    for (int r = threadIdx.x; r < ym; r += blockDim.x) ycont[r] = -1;
+    __syncthreads();
+    for (int t = threadIdx.x; t < nslots; t += blockDim.x) ycont[yrow[t]] = t;
+    __syncthreads();
+    for (int j = threadIdx.x; j < b; j += blockDim.x) {
+        const int src = xcont[j];
+        xsrc[j] = src < b ? src : b + ycont[src - b];
+    }
+    for (int t = threadIdx.x; t < nslots; t += blockDim.x) {
+        const int src = ysrc[t];
+        ysrc[t] = src < b ? src : b + ycont[src - b];
+    }
+    if (threadIdx.x == 0) *count = nslots;
+}
+
+// One thread block per column: gather the b X rows and the touched Y rows, scatter them permuted.
+template <class T>
+__global__ void apply_pair_swaps_kernel(TileView<T> X, TileView<T> Y, const int* perm, int b) {
+    extern __shared__ unsigned char raw[];
+    T* vals = reinterpret_cast<T*>(raw);
+    const int c = blockIdx.x;
+    const int* xsrc = perm;
+    const int count = perm[b];
+    const int* yrow = perm + b + 1;
+    const int* ysrc = perm + 2 * b + 1;
+    for (int t = threadIdx.x; t < b; t += blockDim.x) vals[t] = X(t, c);
+    for (int t = threadIdx.x; t < count; t += blockDim.x) vals[b + t] = Y(yrow[t], c);
+    __syncthreads();
+    for (int t = threadIdx.x; t < b; t += blockDim.x) X(t, c) = vals[xsrc[t]];
+    for (int t = threadIdx.x; t < count; t += blockDim.x) Y(yrow[t], c) = vals[ysrc[t]];
 }
 
 // Partial-pivoting LU of TSTRF's (b + m) x b panel [U(J, J); A(:, J)] in one thread block.
@@ -313,7 +386,9 @@ std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
             return 0;
         device_max = std::max(device_max, device_bytes);
     }
-    const std::size_t getrf_bytes = align_up(static_cast<std::size_t>(std::max(k, 0)) * sizeof(std::int64_t)) + device_max;
+    const std::size_t getrf_bytes =
+        std::max(align_up(static_cast<std::size_t>(std::max(k, 0)) * sizeof(std::int64_t)) + device_max,
+                 align_up(sizeof(int) * pair_swap_ints(std::min(ib, n))));  // TSTRF's and SSSSM's swaps
     // TSTRF's solver panel: pivots, info, the (b + m) x b panel and cuSOLVER's buffer for it.
     const int b = std::min(ib, n);
     if (b < kSolverPanelMinWidth) return getrf_bytes;
@@ -367,6 +442,32 @@ cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, T
     return from_blas(gemm<T>(ctx.blas, 'N', 'N', T(-1), D.sub(K, 0, A.m - K, K), as_const(top), T(1),
                              A.sub(K, 0, A.m - K, A.n)));
 }
+
+namespace {
+constexpr int kComposeThreads = 256;
+constexpr int kApplyThreads = 128;
+
+// The b swaps of one inner block between X (b rows) and Y: composed once, applied per column.
+// Uses the first pair_swap_ints(b) ints of ctx.work.
+template <class T>
+cudaError_t swap_pairs(const LuContext& ctx, TileView<T> X, TileView<T> Y, const int* ipiv, int j0, int b, int K) {
+    if (X.n == 0 || b == 0) return cudaSuccess;
+    if (ctx.work == nullptr || ctx.work_bytes < sizeof(int) * pair_swap_ints(b)) return cudaErrorInvalidValue;
+    int* perm = static_cast<int*>(ctx.work);
+    const std::size_t compose_smem = sizeof(int) * (static_cast<std::size_t>(b) + Y.m);
+    const std::size_t apply_smem = sizeof(T) * 2 * static_cast<std::size_t>(b);
+    if (compose_smem > kDefaultSmem || apply_smem > kDefaultSmem) {
+        // Very large tiles: the one-thread-per-column walk needs no shared memory.
+        swap_pairs_kernel<T><<<blocks_for(X.n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(X, Y, ipiv, j0, b, K);
+        return cudaGetLastError();
+    }
+    compose_pair_swaps_kernel<<<1, kComposeThreads, compose_smem, ctx.stream>>>(ipiv, j0, b, K, Y.m, perm);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    apply_pair_swaps_kernel<T><<<X.n, kApplyThreads, apply_smem, ctx.stream>>>(X, Y, perm, b);
+    return cudaGetLastError();
+}
+}  // namespace
 
 namespace {
 // One block of TSTRF by our single-thread-block panel kernel (narrow blocks).
@@ -443,9 +544,7 @@ cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T
         if (right == 0) continue;
         const TileView<T> U12 = U.sub(j0, j0 + b, b, right);
         const TileView<T> A12 = A.sub(0, j0 + b, m, right);
-        swap_pairs_kernel<T><<<blocks_for(right, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(U12, A12, dipiv + j0,
-                                                                                               j0, b, K);
-        err = cudaGetLastError();
+        err = swap_pairs(ctx, U12, A12, dipiv + j0, j0, b, K);
         if (err != cudaSuccess) return err;
         err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), as_const(L.sub(0, j0, b, b)), U12));
         if (err != cudaSuccess) return err;
@@ -464,9 +563,7 @@ cudaError_t ssssm(const LuContext& ctx, TileView<T> A1, TileView<T> A2, TileView
     for (int j0 = 0; j0 < K; j0 += ib) {
         const int b = std::min(ib, K - j0);
         const TileView<T> A1J = A1.sub(j0, 0, b, n);
-        swap_pairs_kernel<T><<<blocks_for(n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(A1J, A2, dipiv + j0, j0,
-                                                                                           b, K);
-        cudaError_t err = cudaGetLastError();
+        cudaError_t err = swap_pairs(ctx, A1J, A2, dipiv + j0, j0, b, K);
         if (err != cudaSuccess) return err;
         err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), L.sub(0, j0, b, b), A1J));
         if (err != cudaSuccess) return err;
