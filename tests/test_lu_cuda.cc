@@ -491,6 +491,15 @@ TYPED_TEST(LuCuda, WorkspaceOfExactlyTheReportedSizeIsEnough) {
     ASSERT_TRUE(this->sync());
     EXPECT_EQ(download_ints(dinfo)[0], 0);
 
+    // SSSSM on a narrow right-hand side (as getrs does, n = 3 < ib) with the workspace the
+    // codelet asks for on that tile: lu_workspace_bytes(m, 3, ib).
+    {
+        cuda::LuContext narrow = this->context(m, 3, ib);
+        DeviceMatrix<T> B1(random_matrix<T>(K, 3, K, this->seed() + 5)), B2(random_matrix<T>(m, 3, m, this->seed() + 6));
+        ASSERT_TRUE(cuda_ok(cuda::ssssm<T>(narrow, B1.view(), B2.view(), L.cview(), A.cview(), pk.get(), ib)));
+        ASSERT_TRUE(this->sync());
+    }
+
     // No workspace at all: GETRF says so instead of writing anywhere.
     cuda::LuContext none = ctx;
     none.work = nullptr;

@@ -388,7 +388,9 @@ std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
     }
     const std::size_t getrf_bytes =
         std::max(align_up(static_cast<std::size_t>(std::max(k, 0)) * sizeof(std::int64_t)) + device_max,
-                 align_up(sizeof(int) * pair_swap_ints(std::min(ib, n))));  // TSTRF's and SSSSM's swaps
+                 // TSTRF's and SSSSM's swaps: blocks of up to ib rows of the panel, whatever n is
+                 // (SSSSM on a narrow right-hand side still swaps ib rows at a time).
+                 align_up(sizeof(int) * pair_swap_ints(ib)));
     // TSTRF's solver panel: pivots, info, the (b + m) x b panel and cuSOLVER's buffer for it.
     const int b = std::min(ib, n);
     if (b < kSolverPanelMinWidth) return getrf_bytes;
