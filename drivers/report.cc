@@ -1,9 +1,15 @@
 // Reporter: table, CSV and JSON-lines output of configuration and results.
 #include "drivers/report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace starfact::cli {
+namespace {
+// Table columns are at least 12 wide and always one wider than their name.
+std::size_t width(const std::string& column) { return std::max<std::size_t>(12, column.size() + 1); }
+}  // namespace
 
 Reporter::Reporter(Format format, std::vector<std::string> columns, std::FILE* out)
     : format_(format), columns_(std::move(columns)), out_(out) {}
@@ -45,14 +51,14 @@ void Reporter::row(const nlohmann::ordered_json& values) {
     const bool csv = format_ == Format::Csv;
     if (!printed_columns_) {
         std::string line;
-        for (const auto& c : columns_) line += csv ? (line.empty() ? c : "," + c) : fmt::format("{:>12}", c);
+        for (const auto& c : columns_) line += csv ? (line.empty() ? c : "," + c) : fmt::format("{:>{}}", c, width(c));
         fmt::print(out_, "{}\n", line);
         printed_columns_ = true;
     }
     std::string line;
     for (const auto& c : columns_) {
         const std::string v = values.contains(c) ? cell(values.at(c)) : "-";
-        line += csv ? (line.empty() ? v : "," + v) : fmt::format("{:>12}", v);
+        line += csv ? (line.empty() ? v : "," + v) : fmt::format("{:>{}}", v, width(c));
     }
     fmt::print(out_, "{}\n", line);
     std::fflush(out_);
