@@ -71,11 +71,15 @@ int main(int argc, char** argv) {
     std::vector<int> sizes{8192, 16384, 32768, 40000};
     std::vector<int> nbs{1024, 2048};
     std::vector<int> ibs{32, 64};
+    std::vector<std::string> schedules{"dynamic"};
     int reps = 3, warmup = 2;
     std::string out_path;
     app.add_option("--sizes", sizes, "Matrix orders")->delimiter(',');
     app.add_option("--nb", nbs, "Tile sizes to try")->delimiter(',');
     app.add_option("--ib", ibs, "Inner block sizes to try")->delimiter(',');
+    app.add_option("--schedules", schedules, "dynamic, static-rl, static-ll, static-bfll (each is measured)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"dynamic", "static-rl", "static-ll", "static-bfll"}));
     app.add_option("--reps", reps, "Timed repetitions per point (median reported)")->check(CLI::PositiveNumber);
     app.add_option("--warmup", warmup, "Untimed runs per point first (they also calibrate the models)")
         ->check(CLI::NonNegativeNumber);
@@ -103,9 +107,12 @@ int main(int argc, char** argv) {
               {"info", cinfo}});
         double best_t = 1e30;
         int best_nb = 0, best_ib = 0;
+        std::string best_schedule;
+        for (const std::string& schedule_name : schedules)
         for (int nb : nbs)
             for (int ib : ibs) {
                 if (ib > nb) continue;
+                const LuSchedule schedule = parse_lu_schedule(schedule_name);
                 TileMatrix<double> tA(n, n, nb);
                 LuFactors<double> F(tA, ib);
                 std::vector<double> t;
@@ -115,7 +122,7 @@ int main(int argc, char** argv) {
                     tA.from_lapack(A.data(), n);
                     tA.fetch_to(gpu_node);
                     const auto t0 = std::chrono::steady_clock::now();
-                    info = getrf(tA, F);
+                    info = getrf(tA, F, schedule);
                     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                     if (r >= warmup) t.push_back(secs);
                 }
@@ -128,11 +135,13 @@ int main(int argc, char** argv) {
                     backward = checks::solve_residual(n, 1, A.data(), n, x.data(), n, b.data(), n);
                 }
                 const double tm = bench::median(t);
-                emit({{"record", "point"}, {"impl", "starfact"}, {"n", n}, {"nb", nb}, {"ib", ib}, {"time_s", tm},
+                emit({{"record", "point"}, {"impl", "starfact"}, {"schedule", schedule_name}, {"n", n}, {"nb", nb},
+                      {"ib", ib}, {"time_s", tm},
                       {"tflops", flops / tm / 1e12}, {"info", info}, {"backward_error", backward}, {"runs", t}});
-                if (tm < best_t) best_t = tm, best_nb = nb, best_ib = ib;
+                if (tm < best_t) best_t = tm, best_nb = nb, best_ib = ib, best_schedule = schedule_name;
             }
         emit({{"record", "summary"}, {"bench", "getrf"}, {"n", n}, {"best_nb", best_nb}, {"best_ib", best_ib},
+              {"best_schedule", best_schedule},
               {"starfact_tflops", flops / best_t / 1e12}, {"cusolver_tflops", flops / tc / 1e12},
               {"ratio", tc / best_t}});
     }

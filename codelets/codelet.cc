@@ -67,8 +67,12 @@ Codelet::Codelet(const char* name, char precision, std::initializer_list<starpu_
 }
 
 void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const void* args, std::size_t size,
-            int priority, double flops, const char* name) {
+            int priority, double flops, const char* name, int worker) {
     starpu_task* task = starpu_task_create();
+    if (worker >= 0) {
+        task->execute_on_a_specific_worker = 1;
+        task->workerid = static_cast<unsigned>(worker);
+    }
     task->cl = cl.get();
     int i = 0;
     for (starpu_data_handle_t h : handles) task->handles[i++] = h;

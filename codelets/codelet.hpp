@@ -53,14 +53,15 @@ private:
 };
 
 /// Submits one task of `cl` on `handles` (in the codelet's buffer order) with a copy of
-/// `args` that StarPU frees. Throws RuntimeError if StarPU refuses it.
+/// `args` that StarPU frees; on worker `worker` when it is >= 0 (static schedules), else where
+/// the scheduler decides. Throws RuntimeError if StarPU refuses it.
 void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const void* args, std::size_t size,
-            int priority, double flops, const char* name);
+            int priority, double flops, const char* name, int worker);
 
 template <class Args>
 void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const Args& args, int priority,
-            double flops) {
-    submit(cl, handles, &args, sizeof(Args), priority, flops, cl.symbol().c_str() + 9 /* skip "starfact_" */);
+            double flops, int worker = -1) {
+    submit(cl, handles, &args, sizeof(Args), priority, flops, cl.symbol().c_str() + 9 /* skip "starfact_" */, worker);
 }
 
 template <class T>

@@ -56,28 +56,31 @@ void submit_gemm(char transa, char transb, T alpha, starpu_data_handle_t A, star
 
 // ---- tile LU with incremental pivoting (see codelets/cpu/lu_kernels.hpp for the maths) -------
 // ipiv handles are StarPU vectors of int; L handles ib x K matrices; info a one-int variable.
+// `worker` >= 0 pins the task to that worker (the static schedules); -1 lets StarPU decide.
 
 /// GETRF: LU with partial pivoting of a diagonal tile; writes its pivots and local info.
 template <class T>
-void submit_getrf(int ib, starpu_data_handle_t A, starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority);
+void submit_getrf(int ib, starpu_data_handle_t A, starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority,
+                  int worker = -1);
 
 /// LACPY: dst = src (same shape), e.g. the copy of a factored diagonal tile that GESSM reads
 /// so that it need not wait for the TSTRFs that rewrite the U part.
 template <class T>
-void submit_lacpy(starpu_data_handle_t src, starpu_data_handle_t dst, int priority);
+void submit_lacpy(starpu_data_handle_t src, starpu_data_handle_t dst, int priority, int worker = -1);
 
 /// GESSM: A = L^{-1} P A with D's unit lower L and GETRF's pivots.
 template <class T>
-void submit_gessm(int ib, starpu_data_handle_t ipiv, starpu_data_handle_t D, starpu_data_handle_t A, int priority);
+void submit_gessm(int ib, starpu_data_handle_t ipiv, starpu_data_handle_t D, starpu_data_handle_t A, int priority,
+                  int worker = -1);
 
 /// TSTRF: LU of [U; A] (U the diagonal tile's upper triangle); writes L, pivots and local info.
 template <class T>
 void submit_tstrf(int ib, starpu_data_handle_t U, starpu_data_handle_t A, starpu_data_handle_t L,
-                  starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority);
+                  starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority, int worker = -1);
 
 /// SSSSM: applies TSTRF's transformations (L, AL = the factored tile, ipiv) to [A1; A2].
 template <class T>
 void submit_ssssm(int ib, starpu_data_handle_t A1, starpu_data_handle_t A2, starpu_data_handle_t L,
-                  starpu_data_handle_t AL, starpu_data_handle_t ipiv, int priority);
+                  starpu_data_handle_t AL, starpu_data_handle_t ipiv, int priority, int worker = -1);
 
 }  // namespace starfact::codelets

@@ -47,13 +47,14 @@ detail::Codelet& codelet() {
 }  // namespace
 
 template <class T>
-void submit_gessm(int ib, starpu_data_handle_t ipiv, starpu_data_handle_t D, starpu_data_handle_t A, int priority) {
+void submit_gessm(int ib, starpu_data_handle_t ipiv, starpu_data_handle_t D, starpu_data_handle_t A, int priority,
+                  int worker) {
     const double k = static_cast<double>(starpu_matrix_get_nx(A));
     const double n = static_cast<double>(starpu_matrix_get_ny(A));
-    detail::submit(codelet<T>(), {ipiv, D, A}, GessmArgs{ib}, priority, n * k * k);  // unit-lower trsm
+    detail::submit(codelet<T>(), {ipiv, D, A}, GessmArgs{ib}, priority, n * k * k, worker);  // unit-lower trsm
 }
 
-template void submit_gessm<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int);
-template void submit_gessm<double>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int);
+template void submit_gessm<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int, int);
+template void submit_gessm<double>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int, int);
 
 }  // namespace starfact::codelets

@@ -47,15 +47,16 @@ detail::Codelet& codelet() {
 }  // namespace
 
 template <class T>
-void submit_getrf(int ib, starpu_data_handle_t A, starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority) {
+void submit_getrf(int ib, starpu_data_handle_t A, starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority,
+                  int worker) {
     const double m = static_cast<double>(starpu_matrix_get_nx(A));
     const double n = static_cast<double>(starpu_matrix_get_ny(A));
     // LAPACK's count for m >= n: m n^2 - n^3/3 (leading terms).
     const double flops = m * n * n - n * n * n / 3.0;
-    detail::submit(codelet<T>(), {A, ipiv, info}, GetrfArgs{ib}, priority, flops);
+    detail::submit(codelet<T>(), {A, ipiv, info}, GetrfArgs{ib}, priority, flops, worker);
 }
 
-template void submit_getrf<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int);
-template void submit_getrf<double>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int);
+template void submit_getrf<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int, int);
+template void submit_getrf<double>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int, int);
 
 }  // namespace starfact::codelets

@@ -47,11 +47,11 @@ detail::Codelet& codelet() {
 }  // namespace
 
 template <class T>
-void submit_lacpy(starpu_data_handle_t src, starpu_data_handle_t dst, int priority) {
-    detail::submit(codelet<T>(), {src, dst}, LacpyArgs{}, priority, 0.0);
+void submit_lacpy(starpu_data_handle_t src, starpu_data_handle_t dst, int priority, int worker) {
+    detail::submit(codelet<T>(), {src, dst}, LacpyArgs{}, priority, 0.0, worker);
 }
 
-template void submit_lacpy<float>(starpu_data_handle_t, starpu_data_handle_t, int);
-template void submit_lacpy<double>(starpu_data_handle_t, starpu_data_handle_t, int);
+template void submit_lacpy<float>(starpu_data_handle_t, starpu_data_handle_t, int, int);
+template void submit_lacpy<double>(starpu_data_handle_t, starpu_data_handle_t, int, int);
 
 }  // namespace starfact::codelets

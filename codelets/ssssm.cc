@@ -49,16 +49,16 @@ detail::Codelet& codelet() {
 
 template <class T>
 void submit_ssssm(int ib, starpu_data_handle_t A1, starpu_data_handle_t A2, starpu_data_handle_t L,
-                  starpu_data_handle_t AL, starpu_data_handle_t ipiv, int priority) {
+                  starpu_data_handle_t AL, starpu_data_handle_t ipiv, int priority, int worker) {
     const double m = static_cast<double>(starpu_matrix_get_nx(A2));
     const double n = static_cast<double>(starpu_matrix_get_ny(A2));
     const double k = static_cast<double>(starpu_matrix_get_ny(AL));
-    detail::submit(codelet<T>(), {A1, A2, L, AL, ipiv}, SsssmArgs{ib}, priority, 2.0 * m * n * k);
+    detail::submit(codelet<T>(), {A1, A2, L, AL, ipiv}, SsssmArgs{ib}, priority, 2.0 * m * n * k, worker);
 }
 
 template void submit_ssssm<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t,
-                                  starpu_data_handle_t, starpu_data_handle_t, int);
+                                  starpu_data_handle_t, starpu_data_handle_t, int, int);
 template void submit_ssssm<double>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t,
-                                   starpu_data_handle_t, starpu_data_handle_t, int);
+                                   starpu_data_handle_t, starpu_data_handle_t, int, int);
 
 }  // namespace starfact::codelets

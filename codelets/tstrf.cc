@@ -50,15 +50,15 @@ detail::Codelet& codelet() {
 
 template <class T>
 void submit_tstrf(int ib, starpu_data_handle_t U, starpu_data_handle_t A, starpu_data_handle_t L,
-                  starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority) {
+                  starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority, int worker) {
     const double m = static_cast<double>(starpu_matrix_get_nx(A));
     const double k = static_cast<double>(starpu_matrix_get_ny(A));
-    detail::submit(codelet<T>(), {U, A, L, ipiv, info}, TstrfArgs{ib}, priority, m * k * k);  // LU of [U; A]
+    detail::submit(codelet<T>(), {U, A, L, ipiv, info}, TstrfArgs{ib}, priority, m * k * k, worker);  // LU of [U; A]
 }
 
 template void submit_tstrf<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t,
-                                  starpu_data_handle_t, starpu_data_handle_t, int);
+                                  starpu_data_handle_t, starpu_data_handle_t, int, int);
 template void submit_tstrf<double>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t,
-                                   starpu_data_handle_t, starpu_data_handle_t, int);
+                                   starpu_data_handle_t, starpu_data_handle_t, int, int);
 
 }  // namespace starfact::codelets

@@ -21,7 +21,7 @@ namespace {
 
 enum class Op { Getrf, Gesv };
 
-const std::vector<std::string> kColumns = {"op", "prec", "m", "n", "nb", "ib", "iter", "time_s", "gflops",
+const std::vector<std::string> kColumns = {"op", "prec", "m", "n", "nb", "ib", "schedule", "iter", "time_s", "gflops",
                                            "residual", "residual_lapack", "growth", "growth_pp", "info", "status"};
 
 /// The inner block when the user gave 0. On GPUs wide blocks win (TSTRF's panel goes to cuSOLVER
@@ -46,7 +46,9 @@ int run_lu(Op op, const FactorOptions& o) {
     config["n"] = n;
     config["nb"] = nb;
     config["ib"] = ib;
+    config["schedule"] = o.schedule;
     config["seed"] = seed;
+    const LuSchedule schedule = parse_lu_schedule(o.schedule);
     out.header(config);
 
     const int lda = std::max(1, m);
@@ -65,13 +67,13 @@ int run_lu(Op op, const FactorOptions& o) {
         tB.from_lapack(B.data(), lda);
         LuFactors<T> F(tA, ib);
         const auto t0 = std::chrono::steady_clock::now();
-        int info = getrf(tA, F);
+        int info = getrf(tA, F, schedule);
         if (op == Op::Gesv && info == 0) getrs(tA, F, tB);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         times.push_back(secs);
 
         nlohmann::ordered_json r = {{"op", config["op"]}, {"prec", o.prec}, {"m", m}, {"n", n}, {"nrhs", nrhs},
-                                    {"nb", nb}, {"ib", ib}, {"iter", it}, {"time_s", secs},
+                                    {"nb", nb}, {"ib", ib}, {"schedule", o.schedule}, {"iter", it}, {"time_s", secs},
                                     {"gflops", secs > 0 ? flops / secs / 1e9 : 0.0}, {"sched", rt.scheduler()},
                                     {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()}, {"seed", seed}, {"info", info},
                                     {"residual", nullptr}, {"residual_lapack", nullptr}, {"growth", nullptr},
@@ -110,7 +112,7 @@ int run_lu(Op op, const FactorOptions& o) {
     if (o.niter > 1) {
         const double t = median(times);
         out.row({{"op", config["op"]}, {"prec", o.prec}, {"m", m}, {"n", n}, {"nb", nb}, {"ib", ib},
-                 {"iter", "median"}, {"time_s", t}, {"gflops", t > 0 ? flops / t / 1e9 : 0.0},
+                 {"schedule", o.schedule}, {"iter", "median"}, {"time_s", t}, {"gflops", t > 0 ? flops / t / 1e9 : 0.0},
                  {"sched", rt.scheduler()}, {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()},
                  {"status", failed ? "FAILED" : "ok"}});
     }
@@ -131,6 +133,12 @@ void add_command(CLI::App& app, Run& run, Op op) {
         cmd->add_option("--nrhs", opts->nrhs, "Number of right-hand sides")->check(non_negative)->capture_default_str();
     cmd->add_option("--ib", opts->ib, "Inner block of the kernels; 0 picks nb/2 with a GPU, min(nb, 32) without")
         ->check(non_negative)
+        ->capture_default_str();
+    cmd->add_option("--schedule", opts->schedule,
+                    "dynamic (StarPU's STARPU_SCHED, dmdas by default) or a static schedule: tile column j on\n"
+                    "worker j mod W in right-looking (static-rl), left-looking (static-ll) or breadth-first\n"
+                    "left-looking (static-bfll) order")
+        ->check(CLI::IsMember({"dynamic", "static-rl", "static-ll", "static-bfll"}))
         ->capture_default_str();
     cmd->footer(
         "The check is the solve backward error ||b - A x||_inf / ((||A|| ||x|| + ||b||) n eps) < 30 (a random b\n"

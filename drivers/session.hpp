@@ -25,6 +25,7 @@ struct FactorOptions {
     int nrhs = 1;            ///< solves only
     int m = -1;              ///< LU only: rows (-1: n)
     int ib = 0;              ///< LU only: inner block (0: automatic)
+    std::string schedule = "dynamic";  ///< LU only: dynamic, static-rl, static-ll, static-bfll
 };
 
 /// Adds -n, --nb, --prec, --check, --niter, --seed, --format to a subcommand.

@@ -34,7 +34,8 @@ def main():
                     "command": command, "file": path.name, "bench": config.get("bench", "potrf"),
                     "sched": config.get("sched"),
                     "ncpu": config.get("ncpu"), "ncuda": config.get("ncuda"), "impl": rec["impl"],
-                    "n": rec["n"], "nb": rec.get("nb", ""), "ib": rec.get("ib", ""), "time_s": f'{rec["time_s"]:.6f}',
+                    "n": rec["n"], "nb": rec.get("nb", ""), "ib": rec.get("ib", ""),
+                    "schedule": rec.get("schedule", ""), "time_s": f'{rec["time_s"]:.6f}',
                     "tflops": f'{rec["tflops"]:.2f}', "info": rec["info"],
                     "residual": rec.get("probe_residual", rec.get("backward_error", "")),
                 })

@@ -219,12 +219,16 @@ TEST_F(Cli, GesvJsonReportsLapackAndGrowth) {
     EXPECT_EQ(results, 1) << describe(r);
 }
 
-TEST_F(Cli, GetrfWideMatrixIsAUsageError) {
-    const CliResult r = run_cli({"getrf", "-m", "10", "-n", "20"});
-    ASSERT_TRUE(r.exited) << describe(r);
-    EXPECT_EQ(r.code, 2) << describe(r);
-    EXPECT_NE(r.err.find("-m"), std::string::npos) << describe(r);
-    EXPECT_TRUE(r.home_empty) << "nothing may start on a usage error";
+TEST_F(Cli, GetrfWideMatrixOrUnknownScheduleIsAUsageError) {
+    for (const auto& [args, option] :
+         {std::pair<std::vector<std::string>, std::string>{{"getrf", "-m", "10", "-n", "20"}, "-m"},
+          {{"gesv", "-n", "20", "--schedule", "static-xx"}, "--schedule"}}) {
+        const CliResult r = run_cli(args);
+        ASSERT_TRUE(r.exited) << describe(r);
+        EXPECT_EQ(r.code, 2) << describe(r);
+        EXPECT_NE(r.err.find(option), std::string::npos) << describe(r);
+        EXPECT_TRUE(r.home_empty) << "nothing may start on a usage error";
+    }
 }
 
 TEST_F(Cli, NbZeroMeansAutomatic) {

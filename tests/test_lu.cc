@@ -151,6 +151,40 @@ TYPED_TEST(Lu, ArgumentErrorsComeBeforeAnyTask) {
     expect_arg("F", [&] { getrf(sq2, Fsq); });
 }
 
+// The static schedules only pin and reorder tasks: every tile sees the same kernels on the same
+// data in the same order, so on CPU workers the factors are bitwise equal, and so is the info.
+TYPED_TEST(Lu, EverySchedulePinsAndReordersWithoutChangingTheResult) {
+    using T = TypeParam;
+    codelets::ScopedImpl cpu(codelets::Impl::Cpu);
+    const int m = 47, n = 37, nb = 8, ib = 3;
+    auto A = random_matrix<T>(m, n, m, this->seed());
+    for (bool singular : {false, true}) {
+        if (singular)
+            for (int i = 0; i < m; ++i) A(i, 20) = T(0);
+        std::vector<HostMatrix<T>> factors;
+        std::vector<int> infos;
+        for (LuSchedule s : {LuSchedule::Dynamic, LuSchedule::StaticRightLooking, LuSchedule::StaticLeftLooking,
+                             LuSchedule::StaticBreadthFirstLeftLooking}) {
+            SCOPED_TRACE(lu_schedule_name(s));
+            TileMatrix<T> tA(m, n, nb);
+            tA.from_lapack(A.ptr(), A.ld);
+            LuFactors<T> F(tA, ib);
+            infos.push_back(getrf(tA, F, s));
+            HostMatrix<T> Fa(m, n, m);
+            tA.to_lapack(Fa.ptr(), Fa.ld);
+            factors.push_back(Fa);
+            EXPECT_EQ(parse_lu_schedule(lu_schedule_name(s)), s);
+        }
+        for (std::size_t t = 1; t < factors.size(); ++t) {
+            EXPECT_EQ(infos[t], infos[0]);
+            EXPECT_EQ(std::memcmp(factors[t].ptr(), factors[0].ptr(), sizeof(T) * factors[0].data.size()), 0)
+                << "schedule " << t << " changed the factor";
+        }
+        EXPECT_EQ(infos[0], singular ? 21 : 0);
+    }
+    EXPECT_THROW(parse_lu_schedule("static-xx"), ArgumentError);
+}
+
 TYPED_TEST(Lu, CudaForcedMatchesCpu) {
     using T = TypeParam;
     STARFACT_REQUIRE_CUDA_WORKER(this->ncuda());

@@ -2,6 +2,8 @@
 // SSSSM tasks (with the diagonal-tile copy), and the solve.
 #include "tile_algorithms/lu.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "codelets/codelets.hpp"
@@ -44,23 +46,88 @@ private:
     std::vector<starpu_data_handle_t> handles_;
 };
 
-// For every panel k: factor the diagonal tile, copy it for GESSM (whose readers then need not
-// wait for the TSTRFs that rewrite its U part), update its tile row, then eliminate every tile
-// below it pairwise with the diagonal tile (TSTRF) and update that pair's trailing columns.
+// The four kinds of task of one factorization, each placed by the schedule: pinned to the owner
+// of the tile column it writes (static) or left to StarPU (dynamic).
 template <class T>
-void submit_factorization(TileMatrix<T>& A, const LuFactors<T>& F, const InfoVector& info, const DiagonalCopies<T>& D) {
-    const int mt = A.mt(), nt = A.nt(), ib = F.ib();
-    const Priorities prio{nt};
+class LuTasks {
+public:
+    LuTasks(TileMatrix<T>& A, const LuFactors<T>& F, const InfoVector& info, const DiagonalCopies<T>& D,
+            LuSchedule schedule)
+        : A_(A), F_(F), info_(info), D_(D), prio_{A.nt()}, schedule_(schedule),
+          nworkers_(static_cast<int>(starpu_worker_get_count())) {}
+
+    // Factor the diagonal tile and copy it for GESSM (whose readers then need not wait for the
+    // TSTRFs that rewrite its U part).
+    void panel(int k) {
+        submit_getrf<T>(F_.ib(), A_(k, k), F_.diag_pivots(k), info_[k], prio_.panel_factor(k), owner(k));
+        if (k + 1 < A_.nt()) submit_lacpy<T>(A_(k, k), D_[k], prio_.panel_factor(k), owner(k));
+    }
+    void row_update(int k, int j) {
+        submit_gessm<T>(F_.ib(), F_.diag_pivots(k), D_[k], A_(k, j), prio_.update(k, j), owner(j));
+    }
+    // Eliminate tile (i, k) pairwise against the diagonal tile.
+    void eliminate(int k, int i) {
+        submit_tstrf<T>(F_.ib(), A_(k, k), A_(i, k), F_.L(i, k), F_.pivots(i, k), info_[k], prio_.panel_solve(k),
+                        owner(k));
+    }
+    void pair_update(int k, int i, int j) {
+        submit_ssssm<T>(F_.ib(), A_(k, j), A_(i, j), F_.L(i, k), A_(i, k), F_.pivots(i, k), prio_.update(k, j),
+                        owner(j));
+    }
+
+private:
+    int owner(int column) const { return schedule_ == LuSchedule::Dynamic ? -1 : column % nworkers_; }
+    TileMatrix<T>& A_;
+    const LuFactors<T>& F_;
+    const InfoVector& info_;
+    const DiagonalCopies<T>& D_;
+    Priorities prio_;
+    LuSchedule schedule_;
+    int nworkers_;
+};
+
+// Right-looking: panel k, its row, then every tile below with its pair updates.
+template <class T>
+void submit_right_looking(LuTasks<T>& t, int mt, int nt) {
     for (int k = 0; k < nt; ++k) {
-        submit_getrf<T>(ib, A(k, k), F.diag_pivots(k), info[k], prio.panel_factor(k));
-        if (k + 1 < nt) submit_lacpy<T>(A(k, k), D[k], prio.panel_factor(k));
-        for (int j = k + 1; j < nt; ++j) submit_gessm<T>(ib, F.diag_pivots(k), D[k], A(k, j), prio.update(k, j));
+        t.panel(k);
+        for (int j = k + 1; j < nt; ++j) t.row_update(k, j);
         for (int i = k + 1; i < mt; ++i) {
-            submit_tstrf<T>(ib, A(k, k), A(i, k), F.L(i, k), F.pivots(i, k), info[k], prio.panel_solve(k));
-            for (int j = k + 1; j < nt; ++j)
-                submit_ssssm<T>(ib, A(k, j), A(i, j), F.L(i, k), A(i, k), F.pivots(i, k), prio.update(k, j));
+            t.eliminate(k, i);
+            for (int j = k + 1; j < nt; ++j) t.pair_update(k, i, j);
         }
     }
+}
+
+// Left-looking: column j receives every update of the panels left of it, then is factored.
+template <class T>
+void submit_left_looking(LuTasks<T>& t, int mt, int nt) {
+    for (int j = 0; j < nt; ++j) {
+        for (int k = 0; k < j; ++k) {
+            t.row_update(k, j);
+            for (int i = k + 1; i < mt; ++i) t.pair_update(k, i, j);
+        }
+        t.panel(j);
+        for (int i = j + 1; i < mt; ++i) t.eliminate(j, i);
+    }
+}
+
+// Breadth-first left-looking: column j tile by tile from the top; tile (i, j) gets the pair
+// updates of every panel k < min(i, j), then its own step: GESSM above the diagonal, the panel
+// on it, TSTRF below. Each pair update also needs the top tile (k, j), finished earlier in
+// this loop.
+template <class T>
+void submit_breadth_first_left_looking(LuTasks<T>& t, int mt, int nt) {
+    for (int j = 0; j < nt; ++j)
+        for (int i = 0; i < mt; ++i) {
+            for (int k = 0; k < std::min(i, j); ++k) t.pair_update(k, i, j);
+            if (i < j)
+                t.row_update(i, j);
+            else if (i == j)
+                t.panel(j);
+            else
+                t.eliminate(j, i);
+        }
 }
 
 // B = L~^{-1} P~ B: the same sequence of GESSM and SSSSM the factorization applied to its
@@ -116,14 +183,39 @@ LuFactors<T>::~LuFactors() {
             if (h) starpu_data_unregister(h);
 }
 
+LuSchedule parse_lu_schedule(const std::string& name) {
+    for (LuSchedule s : {LuSchedule::Dynamic, LuSchedule::StaticRightLooking, LuSchedule::StaticLeftLooking,
+                         LuSchedule::StaticBreadthFirstLeftLooking})
+        if (name == lu_schedule_name(s)) return s;
+    throw ArgumentError("schedule", fmt::format("must be dynamic, static-rl, static-ll or static-bfll, got '{}'", name));
+}
+
+const char* lu_schedule_name(LuSchedule s) {
+    switch (s) {
+        case LuSchedule::StaticRightLooking: return "static-rl";
+        case LuSchedule::StaticLeftLooking: return "static-ll";
+        case LuSchedule::StaticBreadthFirstLeftLooking: return "static-bfll";
+        case LuSchedule::Dynamic: break;
+    }
+    return "dynamic";
+}
+
 template <class T>
-int getrf(TileMatrix<T>& A, LuFactors<T>& F) {
+int getrf(TileMatrix<T>& A, LuFactors<T>& F, LuSchedule schedule) {
     require(A.m() >= A.n(), "A", fmt::format("must have m >= n, got {} x {}", A.m(), A.n()));
     check_factors(A, F);
     InfoVector info(A.nt());
     {
         DiagonalCopies<T> D(A);
-        submit_factorization(A, F, info, D);
+        LuTasks<T> tasks(A, F, info, D, schedule);
+        switch (schedule) {
+            case LuSchedule::StaticLeftLooking: submit_left_looking(tasks, A.mt(), A.nt()); break;
+            case LuSchedule::StaticBreadthFirstLeftLooking:
+                submit_breadth_first_left_looking(tasks, A.mt(), A.nt());
+                break;
+            case LuSchedule::Dynamic:
+            case LuSchedule::StaticRightLooking: submit_right_looking(tasks, A.mt(), A.nt()); break;
+        }
     }
     starpu_task_wait_for_all();
     throw_if_kernel_error();
@@ -151,24 +243,24 @@ void getrs(const TileMatrix<T>& A, const LuFactors<T>& F, TileMatrix<T>& B) {
 }
 
 template <class T>
-int gesv(TileMatrix<T>& A, TileMatrix<T>& B, int ib) {
+int gesv(TileMatrix<T>& A, TileMatrix<T>& B, int ib, LuSchedule schedule) {
     require(A.m() == A.n(), "A", fmt::format("must be square, got {} x {}", A.m(), A.n()));
     check_rhs(A, B);
     LuFactors<T> F(A, ib);
-    const int info = getrf(A, F);
+    const int info = getrf(A, F, schedule);
     if (info == 0) getrs(A, F, B);
     return info;
 }
 
 template class LuFactors<float>;
 template class LuFactors<double>;
-template int getrf<float>(TileMatrix<float>&, LuFactors<float>&);
-template int getrf<double>(TileMatrix<double>&, LuFactors<double>&);
+template int getrf<float>(TileMatrix<float>&, LuFactors<float>&, LuSchedule);
+template int getrf<double>(TileMatrix<double>&, LuFactors<double>&, LuSchedule);
 template void lu_apply_forward<float>(const TileMatrix<float>&, const LuFactors<float>&, TileMatrix<float>&);
 template void lu_apply_forward<double>(const TileMatrix<double>&, const LuFactors<double>&, TileMatrix<double>&);
 template void getrs<float>(const TileMatrix<float>&, const LuFactors<float>&, TileMatrix<float>&);
 template void getrs<double>(const TileMatrix<double>&, const LuFactors<double>&, TileMatrix<double>&);
-template int gesv<float>(TileMatrix<float>&, TileMatrix<float>&, int);
-template int gesv<double>(TileMatrix<double>&, TileMatrix<double>&, int);
+template int gesv<float>(TileMatrix<float>&, TileMatrix<float>&, int, LuSchedule);
+template int gesv<double>(TileMatrix<double>&, TileMatrix<double>&, int, LuSchedule);
 
 }  // namespace starfact

@@ -3,6 +3,7 @@
 
 #include <starpu.h>
 
+#include <string>
 #include <vector>
 
 #include "tile_algorithms/tile_matrix.hpp"
@@ -34,6 +35,19 @@ private:
     std::vector<starpu_data_handle_t> diag_pivots_, pivots_, L_;
 };
 
+/// How getrf's tasks are placed and ordered. Dynamic: StarPU's scheduler (STARPU_SCHED, dmdas
+/// by default) places tasks submitted in right-looking order. The static schedules of
+/// ../shared/papers/tile-lu-accelerator-starpu.txt pin every task that writes tile column j to
+/// worker j mod W (W = all workers StarPU started) and submit in right-looking (RL),
+/// left-looking (LL: all updates of a column, then its panel) or breadth-first left-looking
+/// order (BF-LL: a column tile by tile, each tile receiving all its updates and then its panel
+/// or row operation before the tile below). All give the same factorization.
+enum class LuSchedule { Dynamic, StaticRightLooking, StaticLeftLooking, StaticBreadthFirstLeftLooking };
+
+/// "dynamic", "static-rl", "static-ll", "static-bfll"; throws ArgumentError("schedule") otherwise.
+LuSchedule parse_lu_schedule(const std::string& name);
+const char* lu_schedule_name(LuSchedule s);
+
 /// Tile LU with incremental pivoting of the m x n matrix A (m >= n), in place: the upper
 /// trapezoid of A becomes U; the strictly lower parts of the diagonal tiles hold their GETRF
 /// L factors and the tiles below the diagonal the TSTRF multipliers, which with F define the
@@ -42,7 +56,7 @@ private:
 /// pivot U(k, k); the factorization still completes. Throws ArgumentError before any task
 /// when m < n or F was made for another shape.
 template <class T>
-int getrf(TileMatrix<T>& A, LuFactors<T>& F);
+int getrf(TileMatrix<T>& A, LuFactors<T>& F, LuSchedule schedule = LuSchedule::Dynamic);
 
 /// Applies the transformations of getrf(A, F) to B (m rows, same nb as A): B = L~^{-1} P~ B.
 /// On the original A this yields U above zeros; getrs uses it for the forward solve.
@@ -56,6 +70,6 @@ void getrs(const TileMatrix<T>& A, const LuFactors<T>& F, TileMatrix<T>& B);
 /// getrf then getrs with inner block ib. Returns getrf's info; B is not touched when the
 /// matrix is singular (info > 0), as LAPACK's gesv.
 template <class T>
-int gesv(TileMatrix<T>& A, TileMatrix<T>& B, int ib);
+int gesv(TileMatrix<T>& A, TileMatrix<T>& B, int ib, LuSchedule schedule = LuSchedule::Dynamic);
 
 }  // namespace starfact
