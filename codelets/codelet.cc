@@ -28,6 +28,14 @@ std::vector<std::string> perfmodel_symbols() {
     return s;
 }
 
+std::vector<int> eligible_workers() {
+    std::vector<int> out;
+    const int n = static_cast<int>(starpu_worker_get_count());
+    for (int w = 0; w < n; ++w)
+        if (detail::can_execute(static_cast<unsigned>(w), nullptr, 0)) out.push_back(w);
+    return out;
+}
+
 namespace detail {
 
 int can_execute(unsigned workerid, starpu_task*, unsigned) {

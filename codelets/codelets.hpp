@@ -28,6 +28,10 @@ private:
     Impl previous_;
 };
 
+/// The workers a task may run on under the current force_impl() (all of them for Impl::Any);
+/// static schedules distribute tile columns over these.
+std::vector<int> eligible_workers();
+
 /// The performance-model symbols of every codelet, e.g. "starfact_potrf_d".
 std::vector<std::string> perfmodel_symbols();
 

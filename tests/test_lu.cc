@@ -40,11 +40,12 @@ int factor_and_transform(const HostMatrix<T>& A, int nb, int ib, double* transfo
 
 // gesv on an n x n random system with nrhs right-hand sides; returns the backward error.
 template <class T>
-double gesv_backward_error(const HostMatrix<T>& A, const HostMatrix<T>& B, int nb, int ib, int* info) {
+double gesv_backward_error(const HostMatrix<T>& A, const HostMatrix<T>& B, int nb, int ib, int* info,
+                           LuSchedule schedule = LuSchedule::Dynamic) {
     TileMatrix<T> tA(A.m, A.n, nb), tB(B.m, B.n, nb);
     tA.from_lapack(A.ptr(), A.ld);
     tB.from_lapack(B.ptr(), B.ld);
-    *info = gesv(tA, tB, ib);
+    *info = gesv(tA, tB, ib, schedule);
     HostMatrix<T> X(B.m, B.n, B.ld);
     tB.to_lapack(X.ptr(), X.ld);
     return solve_residual(A, X, B);
@@ -202,10 +203,19 @@ TYPED_TEST(Lu, CudaForcedMatchesCpu) {
             codelets::ScopedImpl gpu(codelets::Impl::Cuda);
             res_gpu = gesv_backward_error(A, B, nb, ib, &info_gpu);
         }
+        int info_static = -1;
+        double res_static;
+        {
+            // A static schedule over the CUDA workers (tile columns cyclically on the streams).
+            codelets::ScopedImpl gpu(codelets::Impl::Cuda);
+            res_static = gesv_backward_error(A, B, nb, ib, &info_static, LuSchedule::StaticBreadthFirstLeftLooking);
+        }
         EXPECT_EQ(info_cpu, 0);
         EXPECT_EQ(info_gpu, 0);
+        EXPECT_EQ(info_static, 0);
         EXPECT_TRUE(checks::passes(res_cpu)) << res_cpu;
         EXPECT_TRUE(checks::passes(res_gpu)) << res_gpu;
+        EXPECT_TRUE(checks::passes(res_static)) << res_static;
     }
     // A planted zero column gives the same exact info on the GPU.
     const int n = 70;

@@ -53,8 +53,10 @@ class LuTasks {
 public:
     LuTasks(TileMatrix<T>& A, const LuFactors<T>& F, const InfoVector& info, const DiagonalCopies<T>& D,
             LuSchedule schedule)
-        : A_(A), F_(F), info_(info), D_(D), prio_{A.nt()}, schedule_(schedule),
-          nworkers_(static_cast<int>(starpu_worker_get_count())) {}
+        : A_(A), F_(F), info_(info), D_(D), prio_{A.nt()}, schedule_(schedule), workers_(eligible_workers()) {
+        if (schedule_ != LuSchedule::Dynamic && workers_.empty())
+            throw RuntimeError("no worker can run the LU codelets (forced implementation or no such worker)");
+    }
 
     // Factor the diagonal tile and copy it for GESSM (whose readers then need not wait for the
     // TSTRFs that rewrite its U part).
@@ -76,14 +78,16 @@ public:
     }
 
 private:
-    int owner(int column) const { return schedule_ == LuSchedule::Dynamic ? -1 : column % nworkers_; }
+    int owner(int column) const {
+        return schedule_ == LuSchedule::Dynamic ? -1 : workers_[static_cast<std::size_t>(column) % workers_.size()];
+    }
     TileMatrix<T>& A_;
     const LuFactors<T>& F_;
     const InfoVector& info_;
     const DiagonalCopies<T>& D_;
     Priorities prio_;
     LuSchedule schedule_;
-    int nworkers_;
+    std::vector<int> workers_;  ///< where static schedules put tile columns, cyclically
 };
 
 // Right-looking: panel k, its row, then every tile below with its pair updates.

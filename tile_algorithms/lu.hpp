@@ -38,7 +38,7 @@ private:
 /// How getrf's tasks are placed and ordered. Dynamic: StarPU's scheduler (STARPU_SCHED, dmdas
 /// by default) places tasks submitted in right-looking order. The static schedules of
 /// ../shared/papers/tile-lu-accelerator-starpu.txt pin every task that writes tile column j to
-/// worker j mod W (W = all workers StarPU started) and submit in right-looking (RL),
+/// worker j mod W (the W workers codelets::eligible_workers() allows) and submit in right-looking (RL),
 /// left-looking (LL: all updates of a column, then its panel) or breadth-first left-looking
 /// order (BF-LL: a column tile by tile, each tile receiving all its updates and then its panel
 /// or row operation before the tile below). All give the same factorization.
