@@ -1,6 +1,7 @@
 // Shared pieces of the benchmarks: medians, JSON-lines output, CUDA checks, the GPU's node.
 #pragma once
 
+#include <cuda_runtime_api.h>
 #include <starpu.h>
 
 #include <algorithm>
@@ -24,6 +25,29 @@ inline double median(std::vector<double> v) {
 /// Throws with the call's text when a CUDA, cuBLAS or cuSOLVER status is not 0.
 inline void check(long status, const char* what) {
     if (status != 0) throw std::runtime_error(fmt::format("{} failed: {}", what, status));
+}
+
+/// Median seconds of `run` (enqueued on the default stream, timed with CUDA events) over reps
+/// runs after one warm-up; `prepare` runs untimed before each, e.g. to restore the input.
+template <class Prepare, class Run>
+double time_on_device(int reps, Prepare prepare, Run run) {
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "cudaEventCreate");
+    check(cudaEventCreate(&e1), "cudaEventCreate");
+    std::vector<double> t;
+    for (int r = 0; r < reps + 1; ++r) {
+        prepare();
+        check(cudaEventRecord(e0), "cudaEventRecord");
+        run();
+        check(cudaEventRecord(e1), "cudaEventRecord");
+        check(cudaEventSynchronize(e1), "cudaEventSynchronize");
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
+        if (r > 0) t.push_back(ms / 1e3);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return median(t);
 }
 
 /// The memory node of the first CUDA worker (STARPU_MAIN_RAM if none).

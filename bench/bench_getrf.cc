@@ -36,32 +36,21 @@ double time_cusolver(int n, const double* A, int reps, int* info_out) {
     void* dwork = nullptr;
     bench::check(cudaMalloc(&dwork, std::max<std::size_t>(dws, 1)), "cudaMalloc");
     std::vector<char> hwork(std::max<std::size_t>(hws, 1));
-    cudaEvent_t e0, e1;
-    bench::check(cudaEventCreate(&e0), "cudaEventCreate");
-    bench::check(cudaEventCreate(&e1), "cudaEventCreate");
-    std::vector<double> t;
-    for (int r = 0; r < reps + 1; ++r) {  // one warm-up
-        bench::check(cudaMemcpy(dA, A, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-        bench::check(cudaEventRecord(e0), "cudaEventRecord");
-        bench::check(cusolverDnXgetrf(h, params, n, n, CUDA_R_64F, dA, n, dipiv, CUDA_R_64F, dwork, dws, hwork.data(),
-                                      hws, dinfo),
-                     "cusolverDnXgetrf");
-        bench::check(cudaEventRecord(e1), "cudaEventRecord");
-        bench::check(cudaEventSynchronize(e1), "cudaEventSynchronize");
-        float ms = 0;
-        bench::check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
-        if (r > 0) t.push_back(ms / 1e3);
-    }
+    const double t = bench::time_on_device(
+        reps, [&] { bench::check(cudaMemcpy(dA, A, bytes, cudaMemcpyHostToDevice), "cudaMemcpy"); },
+        [&] {
+            bench::check(cusolverDnXgetrf(h, params, n, n, CUDA_R_64F, dA, n, dipiv, CUDA_R_64F, dwork, dws,
+                                          hwork.data(), hws, dinfo),
+                         "cusolverDnXgetrf");
+        });
     bench::check(cudaMemcpy(info_out, dinfo, sizeof(int), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     cudaFree(dwork);
     cudaFree(dinfo);
     cudaFree(dipiv);
     cudaFree(dA);
     cusolverDnDestroyParams(params);
     cusolverDnDestroy(h);
-    return bench::median(t);
+    return t;
 }
 
 }  // namespace
@@ -89,9 +78,14 @@ int main(int argc, char** argv) {
     bench::Emitter emit(out_path);
     Runtime rt;
     const unsigned gpu_node = bench::first_cuda_node();
-    emit({{"record", "config"}, {"bench", "getrf"}, {"sched", rt.scheduler()}, {"ncpu", rt.ncpu()},
-          {"ncuda", rt.ncuda()}, {"starpu", Runtime::starpu_version()},
-          {"STARPU_NWORKER_PER_CUDA", bench::env("STARPU_NWORKER_PER_CUDA")}, {"STARPU_NCPU", bench::env("STARPU_NCPU")}});
+    emit({{"record", "config"},
+          {"bench", "getrf"},
+          {"sched", rt.scheduler()},
+          {"ncpu", rt.ncpu()},
+          {"ncuda", rt.ncuda()},
+          {"starpu", Runtime::starpu_version()},
+          {"STARPU_NWORKER_PER_CUDA", bench::env("STARPU_NWORKER_PER_CUDA")},
+          {"STARPU_NCPU", bench::env("STARPU_NCPU")}});
     if (rt.ncuda() == 0) {
         fmt::print(stderr, "bench_getrf: no CUDA worker\n");
         return 1;
@@ -103,46 +97,64 @@ int main(int argc, char** argv) {
         matgen::uniform(n, 1, 3000 + n, b.data(), n);
         int cinfo = -1;
         const double tc = time_cusolver(n, A.data(), reps, &cinfo);
-        emit({{"record", "point"}, {"impl", "cusolver"}, {"n", n}, {"time_s", tc}, {"tflops", flops / tc / 1e12},
+        emit({{"record", "point"},
+              {"impl", "cusolver"},
+              {"n", n},
+              {"time_s", tc},
+              {"tflops", flops / tc / 1e12},
               {"info", cinfo}});
         double best_t = 1e30;
         int best_nb = 0, best_ib = 0;
         std::string best_schedule;
         for (const std::string& schedule_name : schedules)
-        for (int nb : nbs)
-            for (int ib : ibs) {
-                if (ib > nb) continue;
-                const LuSchedule schedule = parse_lu_schedule(schedule_name);
-                TileMatrix<double> tA(n, n, nb);
-                LuFactors<double> F(tA, ib);
-                std::vector<double> t;
-                int info = -1;
-                double backward = -1;
-                for (int r = 0; r < warmup + reps; ++r) {
-                    tA.from_lapack(A.data(), n);
-                    tA.fetch_to(gpu_node);
-                    const auto t0 = std::chrono::steady_clock::now();
-                    info = getrf(tA, F, schedule);
-                    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                    if (r >= warmup) t.push_back(secs);
+            for (int nb : nbs)
+                for (int ib : ibs) {
+                    if (ib > nb) continue;
+                    const LuSchedule schedule = parse_lu_schedule(schedule_name);
+                    TileMatrix<double> tA(n, n, nb);
+                    LuFactors<double> F(tA, ib);
+                    std::vector<double> t;
+                    int info = -1;
+                    double backward = -1;
+                    for (int r = 0; r < warmup + reps; ++r) {
+                        tA.from_lapack(A.data(), n);
+                        tA.fetch_to(gpu_node);
+                        const auto t0 = std::chrono::steady_clock::now();
+                        info = getrf(tA, F, schedule);
+                        const double secs =
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                        if (r >= warmup) t.push_back(secs);
+                    }
+                    if (info == 0) {
+                        TileMatrix<double> tb(n, 1, nb);
+                        tb.from_lapack(b.data(), n);
+                        getrs(tA, F, tb);
+                        std::vector<double> x(b.size());
+                        tb.to_lapack(x.data(), n);
+                        backward = checks::solve_residual(n, 1, A.data(), n, x.data(), n, b.data(), n);
+                    }
+                    const double tm = bench::median(t);
+                    emit({{"record", "point"},
+                          {"impl", "starfact"},
+                          {"schedule", schedule_name},
+                          {"n", n},
+                          {"nb", nb},
+                          {"ib", ib},
+                          {"time_s", tm},
+                          {"tflops", flops / tm / 1e12},
+                          {"info", info},
+                          {"backward_error", backward},
+                          {"runs", t}});
+                    if (tm < best_t) best_t = tm, best_nb = nb, best_ib = ib, best_schedule = schedule_name;
                 }
-                if (info == 0) {
-                    TileMatrix<double> tb(n, 1, nb);
-                    tb.from_lapack(b.data(), n);
-                    getrs(tA, F, tb);
-                    std::vector<double> x(b.size());
-                    tb.to_lapack(x.data(), n);
-                    backward = checks::solve_residual(n, 1, A.data(), n, x.data(), n, b.data(), n);
-                }
-                const double tm = bench::median(t);
-                emit({{"record", "point"}, {"impl", "starfact"}, {"schedule", schedule_name}, {"n", n}, {"nb", nb},
-                      {"ib", ib}, {"time_s", tm},
-                      {"tflops", flops / tm / 1e12}, {"info", info}, {"backward_error", backward}, {"runs", t}});
-                if (tm < best_t) best_t = tm, best_nb = nb, best_ib = ib, best_schedule = schedule_name;
-            }
-        emit({{"record", "summary"}, {"bench", "getrf"}, {"n", n}, {"best_nb", best_nb}, {"best_ib", best_ib},
+        emit({{"record", "summary"},
+              {"bench", "getrf"},
+              {"n", n},
+              {"best_nb", best_nb},
+              {"best_ib", best_ib},
               {"best_schedule", best_schedule},
-              {"starfact_tflops", flops / best_t / 1e12}, {"cusolver_tflops", flops / tc / 1e12},
+              {"starfact_tflops", flops / best_t / 1e12},
+              {"cusolver_tflops", flops / tc / 1e12},
               {"ratio", tc / best_t}});
     }
     return 0;

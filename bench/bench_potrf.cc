@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <vector>
 
@@ -36,34 +36,26 @@ double time_cusolver(int n, const double* A, int reps, int* info_out) {
     bench::check(cudaMalloc(&dA, bytes), "cudaMalloc");
     bench::check(cudaMalloc(&dinfo, sizeof(int)), "cudaMalloc");
     std::size_t dws = 0, hws = 0;
-    bench::check(cusolverDnXpotrf_bufferSize(h, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, dA, n, CUDA_R_64F, &dws, &hws), "cusolverDnXpotrf_bufferSize");
+    bench::check(
+        cusolverDnXpotrf_bufferSize(h, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, dA, n, CUDA_R_64F, &dws, &hws),
+        "cusolverDnXpotrf_bufferSize");
     void* dwork = nullptr;
     bench::check(cudaMalloc(&dwork, std::max<std::size_t>(dws, 1)), "cudaMalloc");
     std::vector<char> hwork(std::max<std::size_t>(hws, 1));
-    cudaEvent_t e0, e1;
-    bench::check(cudaEventCreate(&e0), "cudaEventCreate");
-    bench::check(cudaEventCreate(&e1), "cudaEventCreate");
-    std::vector<double> t;
-    for (int r = 0; r < reps + 1; ++r) {  // one warm-up
-        bench::check(cudaMemcpy(dA, A, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-        bench::check(cudaEventRecord(e0), "cudaEventRecord");
-        bench::check(cusolverDnXpotrf(h, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, dA, n, CUDA_R_64F, dwork, dws,
-                                 hwork.data(), hws, dinfo), "cusolverDnXpotrf");
-        bench::check(cudaEventRecord(e1), "cudaEventRecord");
-        bench::check(cudaEventSynchronize(e1), "cudaEventSynchronize");
-        float ms = 0;
-        bench::check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
-        if (r > 0) t.push_back(ms / 1e3);
-    }
+    const double t = bench::time_on_device(
+        reps, [&] { bench::check(cudaMemcpy(dA, A, bytes, cudaMemcpyHostToDevice), "cudaMemcpy"); },
+        [&] {
+            bench::check(cusolverDnXpotrf(h, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, dA, n, CUDA_R_64F, dwork,
+                                          dws, hwork.data(), hws, dinfo),
+                         "cusolverDnXpotrf");
+        });
     bench::check(cudaMemcpy(info_out, dinfo, sizeof(int), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     cudaFree(dwork);
     cudaFree(dinfo);
     cudaFree(dA);
     cusolverDnDestroyParams(params);
     cusolverDnDestroy(h);
-    return bench::median(t);
+    return t;
 }
 
 }  // namespace
@@ -90,9 +82,14 @@ int main(int argc, char** argv) {
     Runtime rt;
     const unsigned gpu_node = bench::first_cuda_node();
     using bench::env;
-    emit({{"record", "config"}, {"sched", rt.scheduler()}, {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()},
-          {"starpu", Runtime::starpu_version()}, {"STARPU_NWORKER_PER_CUDA", env("STARPU_NWORKER_PER_CUDA")},
-          {"STARPU_CUDA_PIPELINE", env("STARPU_CUDA_PIPELINE")}, {"STARPU_NCPU", env("STARPU_NCPU")}});
+    emit({{"record", "config"},
+          {"sched", rt.scheduler()},
+          {"ncpu", rt.ncpu()},
+          {"ncuda", rt.ncuda()},
+          {"starpu", Runtime::starpu_version()},
+          {"STARPU_NWORKER_PER_CUDA", env("STARPU_NWORKER_PER_CUDA")},
+          {"STARPU_CUDA_PIPELINE", env("STARPU_CUDA_PIPELINE")},
+          {"STARPU_NCPU", env("STARPU_NCPU")}});
     if (rt.ncuda() == 0) {
         fmt::print(stderr, "bench_potrf: no CUDA worker\n");
         return 1;
@@ -103,7 +100,11 @@ int main(int argc, char** argv) {
         matgen::spd(n, 1000 + n, A.data(), n);
         int cinfo = -1;
         const double tc = time_cusolver(n, A.data(), reps, &cinfo);
-        emit({{"record", "point"}, {"impl", "cusolver"}, {"n", n}, {"time_s", tc}, {"tflops", flops / tc / 1e12},
+        emit({{"record", "point"},
+              {"impl", "cusolver"},
+              {"n", n},
+              {"time_s", tc},
+              {"tflops", flops / tc / 1e12},
               {"info", cinfo}});
         double best_t = 1e30;
         int best_nb = 0;
@@ -129,13 +130,24 @@ int main(int argc, char** argv) {
                 }
             }
             const double tm = bench::median(t);
-            emit({{"record", "point"}, {"impl", "starfact"}, {"n", n}, {"nb", nb}, {"time_s", tm},
-                  {"tflops", flops / tm / 1e12}, {"info", info}, {"probe_residual", residual}, {"h2d_s", h2d},
+            emit({{"record", "point"},
+                  {"impl", "starfact"},
+                  {"n", n},
+                  {"nb", nb},
+                  {"time_s", tm},
+                  {"tflops", flops / tm / 1e12},
+                  {"info", info},
+                  {"probe_residual", residual},
+                  {"h2d_s", h2d},
                   {"runs", t}});
             if (tm < best_t) best_t = tm, best_nb = nb;
         }
-        emit({{"record", "summary"}, {"n", n}, {"best_nb", best_nb}, {"starfact_tflops", flops / best_t / 1e12},
-              {"cusolver_tflops", flops / tc / 1e12}, {"ratio", tc / best_t}});
+        emit({{"record", "summary"},
+              {"n", n},
+              {"best_nb", best_nb},
+              {"starfact_tflops", flops / best_t / 1e12},
+              {"cusolver_tflops", flops / tc / 1e12},
+              {"ratio", tc / best_t}});
     }
     return 0;
 }
