@@ -13,7 +13,8 @@
 
 int main(int argc, char** argv) {
     using namespace starfact;
-    CLI::App app{"starfact: tile and batched dense factorizations on CPUs and NVIDIA GPUs, scheduled by StarPU.\n"
+    CLI::App app{"starfact: tile dense factorizations (Cholesky, LU with incremental pivoting) on CPUs and NVIDIA GPUs,\n"
+                 "scheduled by StarPU.\n"
                  "Runtime configuration comes from StarPU's environment variables (STARPU_NCPU, STARPU_NCUDA,\n"
                  "STARPU_SCHED, STARPU_CALIBRATE, STARPU_HOME, ...).",
                  "starfact"};

@@ -32,6 +32,8 @@ constexpr std::size_t kStaticSmemReserve = 1024;
 std::size_t align_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 // Ints of workspace the composed pair swaps of a b-row block need: xsrc, count, yrow, ysrc.
 std::size_t pair_swap_ints(int b) { return 3 * static_cast<std::size_t>(b) + 1; }
+// Ints the composed laswp of k pivots needs: count, row[2k], src[2k].
+std::size_t laswp_ints(int k) { return 4 * static_cast<std::size_t>(k) + 1; }
 
 template <class T>
 constexpr cudaDataType data_type() {
@@ -170,6 +172,58 @@ __global__ void compose_pair_swaps_kernel(const int* ipiv, int j0, int b, int K,
         ysrc[t] = src < b ? src : b + ycont[src - b];
     }
     if (threadIdx.x == 0) *count = nslots;
+}
+
+// laswp composed the same way: one thread walks the k swaps of GETRF's pivots over the m rows in
+// shared memory; the rows whose content changed (at most 2k) are listed with their source.
+// Output in `perm`: count, row[2k], src_slot[2k].
+__global__ void compose_laswp_kernel(const int* ipiv, int k, int m, int* perm) {
+    extern __shared__ int cont[];  // m: which original row each row holds, then row -> slot
+    for (int r = threadIdx.x; r < m; r += blockDim.x) cont[r] = r;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int j = 0; j < k; ++j) {
+            const int p = ipiv[j] - 1;
+            if (p == j || p < 0 || p >= m) continue;
+            const int t = cont[j];
+            cont[j] = cont[p];
+            cont[p] = t;
+        }
+    }
+    __syncthreads();
+    __shared__ int nslots;
+    if (threadIdx.x == 0) nslots = 0;
+    __syncthreads();
+    int* count = perm;
+    int* row = perm + 1;
+    int* src = perm + 1 + 2 * k;
+    for (int r = threadIdx.x; r < m; r += blockDim.x)
+        if (cont[r] != r) {
+            const int slot = atomicAdd(&nslots, 1);
+            row[slot] = r;
+            src[slot] = cont[r];  // an original row; mapped to its slot below
+        }
+    __syncthreads();
+    for (int r = threadIdx.x; r < m; r += blockDim.x) cont[r] = -1;
+    __syncthreads();
+    for (int t = threadIdx.x; t < nslots; t += blockDim.x) cont[row[t]] = t;
+    __syncthreads();
+    // Every source row also changed content (a permutation moved it), so it has a slot.
+    for (int t = threadIdx.x; t < nslots; t += blockDim.x) src[t] = cont[src[t]];
+    if (threadIdx.x == 0) *count = nslots;
+}
+
+template <class T>
+__global__ void apply_laswp_kernel(TileView<T> A, const int* perm, int k) {
+    extern __shared__ unsigned char raw[];
+    T* vals = reinterpret_cast<T*>(raw);
+    const int c = blockIdx.x;
+    const int count = perm[0];
+    const int* row = perm + 1;
+    const int* src = perm + 1 + 2 * k;
+    for (int t = threadIdx.x; t < count; t += blockDim.x) vals[t] = A(row[t], c);
+    __syncthreads();
+    for (int t = threadIdx.x; t < count; t += blockDim.x) A(row[t], c) = vals[src[t]];
 }
 
 // One thread block per column: gather the b X rows and the touched Y rows, scatter them permuted.
@@ -371,6 +425,52 @@ cudaError_t getrf_buffer_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
 
 }  // namespace
 
+namespace {
+constexpr int kComposeThreads = 256;
+constexpr int kApplyThreads = 128;
+
+// GETRF's K swaps on the rows of A: composed once, applied per column (the per-column walk when
+// the tile is too large for shared memory).
+template <class T>
+cudaError_t laswp(const LuContext& ctx, TileView<T> A, const int* ipiv, int k) {
+    if (A.n == 0 || k == 0) return cudaSuccess;
+    const std::size_t compose_smem = sizeof(int) * static_cast<std::size_t>(A.m);
+    const std::size_t apply_smem = sizeof(T) * 2 * static_cast<std::size_t>(k);
+    if (compose_smem > kDefaultSmem || apply_smem > kDefaultSmem || ctx.work == nullptr ||
+        ctx.work_bytes < sizeof(int) * laswp_ints(k)) {
+        laswp_kernel<T><<<blocks_for(A.n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(A, ipiv, k);
+        return cudaGetLastError();
+    }
+    int* perm = static_cast<int*>(ctx.work);
+    compose_laswp_kernel<<<1, kComposeThreads, compose_smem, ctx.stream>>>(ipiv, k, A.m, perm);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    apply_laswp_kernel<T><<<A.n, kApplyThreads, apply_smem, ctx.stream>>>(A, perm, k);
+    return cudaGetLastError();
+}
+
+// The b swaps of one inner block between X (b rows) and Y: composed once, applied per column.
+// Uses the first pair_swap_ints(b) ints of ctx.work.
+template <class T>
+cudaError_t swap_pairs(const LuContext& ctx, TileView<T> X, TileView<T> Y, const int* ipiv, int j0, int b, int K) {
+    if (X.n == 0 || b == 0) return cudaSuccess;
+    if (ctx.work == nullptr || ctx.work_bytes < sizeof(int) * pair_swap_ints(b)) return cudaErrorInvalidValue;
+    int* perm = static_cast<int*>(ctx.work);
+    const std::size_t compose_smem = sizeof(int) * (static_cast<std::size_t>(b) + Y.m);
+    const std::size_t apply_smem = sizeof(T) * 2 * static_cast<std::size_t>(b);
+    if (compose_smem > kDefaultSmem || apply_smem > kDefaultSmem) {
+        // Very large tiles: the one-thread-per-column walk needs no shared memory.
+        swap_pairs_kernel<T><<<blocks_for(X.n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(X, Y, ipiv, j0, b, K);
+        return cudaGetLastError();
+    }
+    compose_pair_swaps_kernel<<<1, kComposeThreads, compose_smem, ctx.stream>>>(ipiv, j0, b, K, Y.m, perm);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    apply_pair_swaps_kernel<T><<<X.n, kApplyThreads, apply_smem, ctx.stream>>>(X, Y, perm, b);
+    return cudaGetLastError();
+}
+}  // namespace
+
 template <class T>
 std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t params, int m, int n, int ib) {
     // GETRF: its int64 pivots, then cuSOLVER's buffer ("at most m x n": the square k x k is
@@ -390,7 +490,7 @@ std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
         std::max(align_up(static_cast<std::size_t>(std::max(k, 0)) * sizeof(std::int64_t)) + device_max,
                  // TSTRF's and SSSSM's swaps: blocks of up to ib rows of the panel, whatever n is
                  // (SSSSM on a narrow right-hand side still swaps ib rows at a time).
-                 align_up(sizeof(int) * pair_swap_ints(ib)));
+                 align_up(sizeof(int) * std::max(pair_swap_ints(ib), laswp_ints(std::max(m, n)))));
     // TSTRF's solver panel: pivots, info, the (b + m) x b panel and cuSOLVER's buffer for it.
     const int b = std::min(ib, n);
     if (b < kSolverPanelMinWidth) return getrf_bytes;
@@ -435,8 +535,7 @@ cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, T
     // K pivots; a tall diagonal tile (the last one of a tall matrix) has an m x K trapezoidal L:
     // its rows below K update the rows of A below K.
     const int K = std::min(A.m, D.n);
-    laswp_kernel<T><<<blocks_for(A.n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(A, dipiv, K);
-    cudaError_t err = cudaGetLastError();
+    cudaError_t err = laswp(ctx, A, dipiv, K);
     if (err != cudaSuccess) return err;
     TileView<T> top = A.sub(0, 0, K, A.n);
     err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), D.sub(0, 0, K, K), top));
@@ -444,32 +543,6 @@ cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, T
     return from_blas(gemm<T>(ctx.blas, 'N', 'N', T(-1), D.sub(K, 0, A.m - K, K), as_const(top), T(1),
                              A.sub(K, 0, A.m - K, A.n)));
 }
-
-namespace {
-constexpr int kComposeThreads = 256;
-constexpr int kApplyThreads = 128;
-
-// The b swaps of one inner block between X (b rows) and Y: composed once, applied per column.
-// Uses the first pair_swap_ints(b) ints of ctx.work.
-template <class T>
-cudaError_t swap_pairs(const LuContext& ctx, TileView<T> X, TileView<T> Y, const int* ipiv, int j0, int b, int K) {
-    if (X.n == 0 || b == 0) return cudaSuccess;
-    if (ctx.work == nullptr || ctx.work_bytes < sizeof(int) * pair_swap_ints(b)) return cudaErrorInvalidValue;
-    int* perm = static_cast<int*>(ctx.work);
-    const std::size_t compose_smem = sizeof(int) * (static_cast<std::size_t>(b) + Y.m);
-    const std::size_t apply_smem = sizeof(T) * 2 * static_cast<std::size_t>(b);
-    if (compose_smem > kDefaultSmem || apply_smem > kDefaultSmem) {
-        // Very large tiles: the one-thread-per-column walk needs no shared memory.
-        swap_pairs_kernel<T><<<blocks_for(X.n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(X, Y, ipiv, j0, b, K);
-        return cudaGetLastError();
-    }
-    compose_pair_swaps_kernel<<<1, kComposeThreads, compose_smem, ctx.stream>>>(ipiv, j0, b, K, Y.m, perm);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-    apply_pair_swaps_kernel<T><<<X.n, kApplyThreads, apply_smem, ctx.stream>>>(X, Y, perm, b);
-    return cudaGetLastError();
-}
-}  // namespace
 
 namespace {
 // One block of TSTRF by our single-thread-block panel kernel (narrow blocks).
