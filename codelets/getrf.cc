@@ -26,7 +26,8 @@ template <class T>
 void getrf_cuda(void* buffers[], void* cl_arg) noexcept {
     const auto a = detail::unpack<GetrfArgs>(cl_arg);
     const TileView<T> A = detail::tile<T>(buffers[0]);
-    const cuda::LuContext ctx = detail::lu_context<T>(A.m, A.n, a.ib);
+    const cuda::PriorityScope panel;  // the head of the critical path
+    const cuda::LuContext ctx = detail::lu_context<T>(A.m, A.n, a.ib, panel.stream());
     if (ctx.work == nullptr && ctx.work_bytes > 0) return record_kernel_error("getrf workspace", 0);
     const cudaError_t e = cuda::getrf(ctx, A, detail::pivots_ptr(buffers[1]), detail::info_ptr(buffers[2]), a.ib);
     if (e != cudaSuccess) record_kernel_error("cuda getrf", e);

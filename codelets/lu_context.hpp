@@ -9,8 +9,8 @@ namespace starfact::codelets::detail {
 /// Builds the calling CUDA worker's LuContext with a workspace for m x n tiles and inner
 /// block ib; work is nullptr when the workspace could not be allocated.
 template <class T>
-cuda::LuContext lu_context(int m, int n, int ib) {
-    cuda::LuContext c{cuda::blas_handle(), cuda::solver_handle(), cuda::solver_params(), cuda::stream(), nullptr, 0};
+cuda::LuContext lu_context(int m, int n, int ib, cudaStream_t stream = cuda::stream()) {
+    cuda::LuContext c{cuda::blas_handle(), cuda::solver_handle(), cuda::solver_params(), stream, nullptr, 0};
     c.work_bytes = cuda::lu_workspace_bytes<T>(c.solver, c.params, m, n, ib);
     c.work = cuda::workspace(c.work_bytes);
     return c;

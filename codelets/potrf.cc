@@ -27,6 +27,7 @@ void potrf_cuda(void* buffers[], void* cl_arg) noexcept {
     const auto a = detail::unpack<PotrfArgs>(cl_arg);
     const TileView<T> A = detail::tile<T>(buffers[0]);
     int* dinfo = detail::info_ptr(buffers[1]);
+    const cuda::PriorityScope panel;  // the head of the critical path
     cusolverDnHandle_t h = cuda::solver_handle();
     cusolverDnParams_t p = cuda::solver_params();
     const std::size_t bytes = cuda::potrf_workspace(h, p, a.uplo, A);
@@ -40,7 +41,7 @@ void potrf_cuda(void* buffers[], void* cl_arg) noexcept {
         record_kernel_error("cusolverDnXpotrf", st);
         return;
     }
-    const cudaError_t ce = cuda::potrf_nan_info(TileView<const T>{A.data, A.m, A.n, A.ld}, dinfo, cuda::stream());
+    const cudaError_t ce = cuda::potrf_nan_info(TileView<const T>{A.data, A.m, A.n, A.ld}, dinfo, panel.stream());
     if (ce != cudaSuccess) record_kernel_error("potrf NaN pivot check", ce);
 }
 template <class T>

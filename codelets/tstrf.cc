@@ -27,7 +27,8 @@ template <class T>
 void tstrf_cuda(void* buffers[], void* cl_arg) noexcept {
     const auto a = detail::unpack<TstrfArgs>(cl_arg);
     const TileView<T> A = detail::tile<T>(buffers[1]);
-    const cuda::LuContext ctx = detail::lu_context<T>(A.m, A.n, a.ib);
+    const cuda::PriorityScope panel;  // the TSTRFs of a panel form the critical path
+    const cuda::LuContext ctx = detail::lu_context<T>(A.m, A.n, a.ib, panel.stream());
     if (ctx.work == nullptr && ctx.work_bytes > 0) return record_kernel_error("tstrf workspace", 0);
     const cudaError_t e = cuda::tstrf(ctx, detail::tile<T>(buffers[0]), A, detail::tile<T>(buffers[2]),
                                       detail::pivots_ptr(buffers[3]), detail::info_ptr(buffers[4]), a.ib);
