@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # Sets everything up, builds, and runs the whole test suite with CTest (CUDA tests skip
-# visibly where there is no GPU; scripts/gpu_run.sh runs them on the GPU machine).
+# visibly where there is no GPU; scripts/gpu_run.sh runs them on the GPU machine). Then builds
+# the CPU suite with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan/ and runs
+# it too, unless STARFACT_SKIP_SANITIZERS=1. Leak detection is off: LeakSanitizer reports
+# allocations StarPU's runtime keeps until exit (no starfact frame in them).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(bash "$root/scripts/build.sh")
 (cd "$build" && ctest --output-on-failure -j2 --timeout 900)
+if [ "${STARFACT_SKIP_SANITIZERS:-0}" != 1 ]; then
+    asan=$(STARFACT_BUILD_DIR="$root/build-asan" bash "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=Debug \
+           -DSTARFACT_CUDA=OFF -DSTARFACT_SANITIZE=ON)
+    (cd "$asan" && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --output-on-failure -j2 --timeout 900)
+fi

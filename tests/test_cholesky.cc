@@ -244,7 +244,7 @@ TYPED_TEST(Cholesky, ArgumentErrorsComeFirstAndLeaveTilesUntouched) {
     using T = TypeParam;
     const int n = 20, nb = 6;
     const HostMatrix<T> A = random_spd<T>(n, n, this->seed());
-    const HostMatrix<T> R = random_matrix<T>(n + 1, 12, n + 1, this->seed() + 1);
+    const HostMatrix<T> R = random_matrix<T>(n + 1, n + 3, n + 1, this->seed() + 1);  // wide enough for rect
     TileMatrix<T> tA(n, n, nb), rect(n, n + 3, nb), tB(n, 2, nb), shortB(n - 1, 2, nb), otherNb(n, 2, nb + 1);
     tA.from_lapack(A.ptr(), n);
     rect.from_lapack(R.ptr(), R.ld);
