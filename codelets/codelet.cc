@@ -49,7 +49,9 @@ int can_execute(unsigned workerid, starpu_task*, unsigned) {
 
 Codelet::Codelet(const char* name, char precision, std::initializer_list<starpu_data_access_mode> modes,
                  KernelFn cpu, KernelFn cuda, std::uint32_t (*footprint_fn)(starpu_task*))
-    : symbol_(fmt::format("starfact_{}_{}", name, precision)), name_(name) {
+    : symbol_(fmt::format("starfact_{}_{}", name, precision)),
+      name_(name),
+      task_name_(fmt::format("{}_{}", name, precision)) {
     model_.type = STARPU_HISTORY_BASED;
     model_.symbol = symbol_.c_str();
     model_.footprint = footprint_fn;
@@ -75,7 +77,7 @@ Codelet::Codelet(const char* name, char precision, std::initializer_list<starpu_
 }
 
 void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const void* args, std::size_t size,
-            int priority, double flops, const char* name, int worker) {
+            int priority, double flops, int worker) {
     starpu_task* task = starpu_task_create();
     if (worker >= 0) {
         task->execute_on_a_specific_worker = 1;
@@ -90,7 +92,7 @@ void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, co
     task->cl_arg_free = 1;
     task->priority = priority;
     task->flops = flops;
-    task->name = name;
+    task->name = cl.task_name();
     const int ret = starpu_task_submit(task);
     if (ret != 0) {
         task->destroy = 0;  // a refused task is ours to free

@@ -44,10 +44,13 @@ public:
     Codelet& operator=(const Codelet&) = delete;
     starpu_codelet* get() { return &cl_; }
     const std::string& symbol() const { return symbol_; }
+    /// The name every task of this codelet carries, e.g. "potrf_d".
+    const char* task_name() const { return task_name_.c_str(); }
 
 private:
     std::string symbol_;
     std::string name_;
+    std::string task_name_;
     starpu_perfmodel model_{};
     starpu_codelet cl_{};
 };
@@ -56,12 +59,12 @@ private:
 /// `args` that StarPU frees; on worker `worker` when it is >= 0 (static schedules), else where
 /// the scheduler decides. Throws RuntimeError if StarPU refuses it.
 void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const void* args, std::size_t size,
-            int priority, double flops, const char* name, int worker);
+            int priority, double flops, int worker);
 
 template <class Args>
 void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const Args& args, int priority,
             double flops, int worker = -1) {
-    submit(cl, handles, &args, sizeof(Args), priority, flops, cl.symbol().c_str() + 9 /* skip "starfact_" */, worker);
+    submit(cl, handles, &args, sizeof(Args), priority, flops, worker);
 }
 
 template <class T>

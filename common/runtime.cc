@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "common/error.hpp"
+#include "common/kernel_error.hpp"
 #ifdef STARFACT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -150,10 +152,6 @@ bool Runtime::active() { return g_active.load(); }
 }  // namespace starfact
 
 // ---- kernel errors ------------------------------------------------------------------------
-#include <mutex>
-
-#include "common/kernel_error.hpp"
-
 namespace starfact {
 namespace {
 std::mutex g_error_mutex;
