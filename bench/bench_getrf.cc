@@ -6,9 +6,11 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <fstream>
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "codelets/trace.hpp"
 #include "common/checks.hpp"
 #include "common/matgen.hpp"
 #include "common/runtime.hpp"
@@ -73,9 +75,17 @@ int main(int argc, char** argv) {
     app.add_option("--warmup", warmup, "Untimed runs per point first (they also calibrate the models)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--json", out_path, "Also write JSON lines to this file");
+    std::string trace_path;
+    app.add_option("--trace", trace_path,
+                   "Write every task of each point's last run (name, worker, start, end) to this CSV file");
     CLI11_PARSE(app, argc, argv);
 
     bench::Emitter emit(out_path);
+    std::ofstream trace;
+    if (!trace_path.empty()) {
+        trace.open(trace_path);
+        trace << "n,nb,ib,schedule,task,worker,start_s,end_s\n";
+    }
     Runtime rt;
     const unsigned gpu_node = bench::first_cuda_node();
     emit({{"record", "config"},
@@ -119,11 +129,17 @@ int main(int argc, char** argv) {
                     for (int r = 0; r < warmup + reps; ++r) {
                         tA.from_lapack(A.data(), n);
                         tA.fetch_to(gpu_node);
+                        const bool traced = !trace_path.empty() && r == warmup + reps - 1;
+                        if (traced) codelets::start_trace();
                         const auto t0 = std::chrono::steady_clock::now();
                         info = getrf(tA, F, schedule);
                         const double secs =
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                         if (r >= warmup) t.push_back(secs);
+                        if (traced)
+                            for (const codelets::TaskRecord& task : codelets::stop_trace())
+                                trace << fmt::format("{},{},{},{},{},{},{:.6f},{:.6f}\n", n, nb, ib, schedule_name,
+                                                     task.name, task.worker, task.start_s, task.end_s);
                     }
                     if (info == 0) {
                         TileMatrix<double> tb(n, 1, nb);

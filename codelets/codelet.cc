@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "codelets/codelets.hpp"
+#include "codelets/trace.hpp"
 #include "common/error.hpp"
 
 namespace starfact::codelets {
@@ -93,6 +94,10 @@ void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, co
     task->priority = priority;
     task->flops = flops;
     task->name = cl.task_name();
+    if (trace_enabled()) {
+        task->callback_func = trace_callback;
+        task->callback_arg = task;
+    }
     const int ret = starpu_task_submit(task);
     if (ret != 0) {
         task->destroy = 0;  // a refused task is ours to free

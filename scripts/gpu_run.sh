@@ -4,7 +4,9 @@
 # Usage: bash scripts/gpu_run.sh [tests] [cli] [bench] [bench-cpu] [bench-lu] [bench-args...]
 #   (default: tests cli bench). bench: Cholesky, GPU workers only (STARPU_NCPU=0), with
 #   bench-args; bench-cpu: every CPU core as a worker too, at n = 40000; bench-lu: tile LU,
-#   GPU workers only, with the arguments in $BENCH_LU_ARGS.
+#   GPU workers only, with the arguments in $BENCH_LU_ARGS (and a task trace of each point's
+#   last run in trace_getrf.csv when BENCH_LU_TRACE=1); bench-kernels: the CUDA LU kernels
+#   one at a time (bench_lu_kernels) with $BENCH_KERNEL_ARGS.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
@@ -14,7 +16,7 @@ bin=$root/bundle/bin
 steps=()
 bench_args=()
 for a in "$@"; do
-    case "$a" in tests|cli|bench|bench-cpu|bench-lu) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
+    case "$a" in tests|cli|bench|bench-cpu|bench-lu|bench-kernels) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
 done
 [ ${#steps[@]} -eq 0 ] && steps=(tests cli bench)
 
@@ -57,8 +59,15 @@ for step in "${steps[@]}"; do
         ;;
     bench-lu)
         # shellcheck disable=SC2086
-        STARPU_NCPU=0 "$bin/bench_getrf" --json "$out/bench_getrf.jsonl" ${BENCH_LU_ARGS:-} \
+        trace_args=()
+        [ "${BENCH_LU_TRACE:-0}" = 1 ] && trace_args=(--trace "$out/trace_getrf.csv")
+        STARPU_NCPU=0 "$bin/bench_getrf" --json "$out/bench_getrf.jsonl" ${BENCH_LU_ARGS:-} "${trace_args[@]}" \
             > "$out/bench_getrf.txt" 2>&1 || status=1
+        ;;
+    bench-kernels)
+        # shellcheck disable=SC2086
+        "$bin/bench_lu_kernels" --json "$out/bench_lu_kernels.jsonl" ${BENCH_KERNEL_ARGS:-} \
+            > "$out/bench_lu_kernels.txt" 2>&1 || status=1
         ;;
     bench-cpu)
         "$bin/bench_potrf" --sizes 40000 --nb 2048 --warmup 6 --json "$out/bench_potrf_cpu.jsonl" \

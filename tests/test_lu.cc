@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "codelets/codelets.hpp"
+#include "codelets/trace.hpp"
 #include "common/checks.hpp"
 #include "common/error.hpp"
 #include "test_support.hpp"
@@ -78,6 +82,36 @@ TYPED_TEST(Lu, TallAndSquareTransformResidual) {
         EXPECT_EQ(factor_and_transform(A, nb, 4, &res), 0);
         EXPECT_TRUE(checks::passes(res)) << "transform residual " << res;
     }
+}
+
+TYPED_TEST(Lu, TraceRecordsEveryTask) {
+    using T = TypeParam;
+    const int n = 40, nb = 10;  // 4 x 4 tiles
+    const auto A = random_matrix<T>(n, n, n, this->seed());
+    TileMatrix<T> tA(n, n, nb);
+    tA.from_lapack(A.ptr(), A.ld);
+    LuFactors<T> F(tA, 4);
+    codelets::start_trace();
+    EXPECT_EQ(getrf(tA, F), 0);
+    const std::vector<codelets::TaskRecord> trace = codelets::stop_trace();
+    // GETRF and the diagonal copy per step, GESSM and TSTRF per tile of its row and column,
+    // SSSSM per trailing tile: 4 + 3 lacpy (the last step has no row to update) + 2 (3 + 2 + 1)
+    // + (9 + 4 + 1), whatever the schedule.
+    std::map<std::string, int> count;
+    for (const auto& t : trace) {
+        ++count[t.name.substr(0, t.name.find('_'))];
+        EXPECT_LE(t.start_s, t.end_s) << t.name;
+        EXPECT_GE(t.start_s, 0.0) << t.name;
+        EXPECT_GE(t.worker, 0) << t.name;
+    }
+    EXPECT_EQ(count["getrf"], 4);
+    EXPECT_EQ(count["gessm"], 6);
+    EXPECT_EQ(count["tstrf"], 6);
+    EXPECT_EQ(count["ssssm"], 14);
+    // Nothing is recorded once the trace is off.
+    tA.from_lapack(A.ptr(), A.ld);
+    EXPECT_EQ(getrf(tA, F), 0);
+    EXPECT_TRUE(codelets::stop_trace().empty());
 }
 
 TYPED_TEST(Lu, ZeroSizeIsANoOp) {
