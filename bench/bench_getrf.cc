@@ -68,6 +68,10 @@ int main(int argc, char** argv) {
     app.add_option("--sizes", sizes, "Matrix orders")->delimiter(',');
     app.add_option("--nb", nbs, "Tile sizes to try")->delimiter(',');
     app.add_option("--ib", ibs, "Inner block sizes to try")->delimiter(',');
+    std::vector<int> trtris{0};
+    app.add_option("--trtri", trtris, "0: triangular solves with L1; 1: the trtri + gemm variant (each is measured)")
+        ->delimiter(',')
+        ->check(CLI::Range(0, 1));
     app.add_option("--schedules", schedules, "dynamic, static-rl, static-ll, static-bfll (each is measured)")
         ->delimiter(',')
         ->check(CLI::IsMember({"dynamic", "static-rl", "static-ll", "static-bfll"}));
@@ -84,7 +88,7 @@ int main(int argc, char** argv) {
     std::ofstream trace;
     if (!trace_path.empty()) {
         trace.open(trace_path);
-        trace << "n,nb,ib,schedule,task,worker,start_s,end_s\n";
+        trace << "n,nb,ib,trtri,schedule,task,worker,start_s,end_s\n";
     }
     Runtime rt;
     const unsigned gpu_node = bench::first_cuda_node();
@@ -114,60 +118,65 @@ int main(int argc, char** argv) {
               {"tflops", flops / tc / 1e12},
               {"info", cinfo}});
         double best_t = 1e30;
-        int best_nb = 0, best_ib = 0;
+        int best_nb = 0, best_ib = 0, best_trtri = 0;
         std::string best_schedule;
         for (const std::string& schedule_name : schedules)
             for (int nb : nbs)
-                for (int ib : ibs) {
-                    if (ib > nb) continue;
-                    const LuSchedule schedule = parse_lu_schedule(schedule_name);
-                    TileMatrix<double> tA(n, n, nb);
-                    LuFactors<double> F(tA, ib);
-                    std::vector<double> t;
-                    int info = -1;
-                    double backward = -1;
-                    for (int r = 0; r < warmup + reps; ++r) {
-                        tA.from_lapack(A.data(), n);
-                        tA.fetch_to(gpu_node);
-                        const bool traced = !trace_path.empty() && r == warmup + reps - 1;
-                        if (traced) codelets::start_trace();
-                        const auto t0 = std::chrono::steady_clock::now();
-                        info = getrf(tA, F, schedule);
-                        const double secs =
-                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                        if (r >= warmup) t.push_back(secs);
-                        if (traced)
-                            for (const codelets::TaskRecord& task : codelets::stop_trace())
-                                trace << fmt::format("{},{},{},{},{},{},{:.6f},{:.6f}\n", n, nb, ib, schedule_name,
-                                                     task.name, task.worker, task.start_s, task.end_s);
+                for (int ib : ibs)
+                    for (int trtri : trtris) {
+                        if (ib > nb) continue;
+                        const LuSchedule schedule = parse_lu_schedule(schedule_name);
+                        TileMatrix<double> tA(n, n, nb);
+                        LuFactors<double> F(tA, ib, trtri != 0);
+                        std::vector<double> t;
+                        int info = -1;
+                        double backward = -1;
+                        for (int r = 0; r < warmup + reps; ++r) {
+                            tA.from_lapack(A.data(), n);
+                            tA.fetch_to(gpu_node);
+                            const bool traced = !trace_path.empty() && r == warmup + reps - 1;
+                            if (traced) codelets::start_trace();
+                            const auto t0 = std::chrono::steady_clock::now();
+                            info = getrf(tA, F, schedule);
+                            const double secs =
+                                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                            if (r >= warmup) t.push_back(secs);
+                            if (traced)
+                                for (const codelets::TaskRecord& task : codelets::stop_trace())
+                                    trace
+                                        << fmt::format("{},{},{},{},{},{},{},{:.6f},{:.6f}\n", n, nb, ib, trtri,
+                                                       schedule_name, task.name, task.worker, task.start_s, task.end_s);
+                        }
+                        if (info == 0) {
+                            TileMatrix<double> tb(n, 1, nb);
+                            tb.from_lapack(b.data(), n);
+                            getrs(tA, F, tb);
+                            std::vector<double> x(b.size());
+                            tb.to_lapack(x.data(), n);
+                            backward = checks::solve_residual(n, 1, A.data(), n, x.data(), n, b.data(), n);
+                        }
+                        const double tm = bench::median(t);
+                        emit({{"record", "point"},
+                              {"impl", "starfact"},
+                              {"schedule", schedule_name},
+                              {"n", n},
+                              {"nb", nb},
+                              {"ib", ib},
+                              {"trtri", trtri},
+                              {"time_s", tm},
+                              {"tflops", flops / tm / 1e12},
+                              {"info", info},
+                              {"backward_error", backward},
+                              {"runs", t}});
+                        if (tm < best_t)
+                            best_t = tm, best_nb = nb, best_ib = ib, best_trtri = trtri, best_schedule = schedule_name;
                     }
-                    if (info == 0) {
-                        TileMatrix<double> tb(n, 1, nb);
-                        tb.from_lapack(b.data(), n);
-                        getrs(tA, F, tb);
-                        std::vector<double> x(b.size());
-                        tb.to_lapack(x.data(), n);
-                        backward = checks::solve_residual(n, 1, A.data(), n, x.data(), n, b.data(), n);
-                    }
-                    const double tm = bench::median(t);
-                    emit({{"record", "point"},
-                          {"impl", "starfact"},
-                          {"schedule", schedule_name},
-                          {"n", n},
-                          {"nb", nb},
-                          {"ib", ib},
-                          {"time_s", tm},
-                          {"tflops", flops / tm / 1e12},
-                          {"info", info},
-                          {"backward_error", backward},
-                          {"runs", t}});
-                    if (tm < best_t) best_t = tm, best_nb = nb, best_ib = ib, best_schedule = schedule_name;
-                }
         emit({{"record", "summary"},
               {"bench", "getrf"},
               {"n", n},
               {"best_nb", best_nb},
               {"best_ib", best_ib},
+              {"best_trtri", best_trtri},
               {"best_schedule", best_schedule},
               {"starfact_tflops", flops / best_t / 1e12},
               {"cusolver_tflops", flops / tc / 1e12},

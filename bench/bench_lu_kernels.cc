@@ -22,6 +22,8 @@ using namespace starfact;
 constexpr int kStreams = 4;
 constexpr int kPerStream = 6;
 
+TileView<const double> as_const(TileView<double> v) { return {v.data, v.m, v.n, v.ld}; }
+
 /// A device array of n doubles filled from host data; restore() copies it back in.
 struct Tile {
     int n;
@@ -42,7 +44,7 @@ struct Tile {
     void keep() {
         bench::check(cudaMemcpy(host.data(), d, sizeof(double) * host.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
     }
-    TileView<double> view() { return {d, n, n, n}; }
+    TileView<double> view() { return {d, n, n, n}; }  // n x n
     TileView<const double> cview() const { return {d, n, n, n}; }
 };
 
@@ -70,7 +72,7 @@ int main(int argc, char** argv) {
 
     for (int nb : nbs) {
         const double n3 = double(nb) * nb * nb;
-        Tile D(nb, 11), A(nb, 12), L(nb, 13), C(nb, 14), C2(nb, 15);
+        Tile D(nb, 11), A(nb, 12), L(2 * nb, 13), C(nb, 14), C2(nb, 15);  // L: room for the inverses
         int *dipiv = nullptr, *tpiv = nullptr, *dinfo = nullptr;
         bench::check(cudaMalloc(&dipiv, sizeof(int) * nb), "cudaMalloc");
         bench::check(cudaMalloc(&tpiv, sizeof(int) * nb), "cudaMalloc");
@@ -78,10 +80,15 @@ int main(int argc, char** argv) {
 
         // The vendor floors: SSSSM is one nb^3 GEMM's worth of flops plus ib/(2 nb) of triangular
         // work; TSTRF is an LU of a (2 nb) x nb panel whose top half is triangular.
-        const double t_gemm = bench::time_on_device(reps, [] {}, [&] {
-            bench::check(cuda::gemm<double>(blas, 'N', 'N', -1.0, A.cview(), C.cview(), 1.0, C2.view()), "gemm");
-        });
-        emit({{"record", "kernel"}, {"kernel", "cublas_gemm"}, {"nb", nb}, {"time_s", t_gemm},
+        const double t_gemm = bench::time_on_device(
+            reps, [] {},
+            [&] {
+                bench::check(cuda::gemm<double>(blas, 'N', 'N', -1.0, A.cview(), C.cview(), 1.0, C2.view()), "gemm");
+            });
+        emit({{"record", "kernel"},
+              {"kernel", "cublas_gemm"},
+              {"nb", nb},
+              {"time_s", t_gemm},
               {"tflops", 2 * n3 / t_gemm / 1e12}});
         {
             const int rows = 2 * nb;
@@ -92,9 +99,9 @@ int main(int argc, char** argv) {
             std::vector<double> hp(static_cast<std::size_t>(rows) * nb);
             matgen::uniform(rows, nb, 17, hp.data(), rows);
             std::size_t dws = 0, hws = 0;
-            bench::check(cusolverDnXgetrf_bufferSize(solver, params, rows, nb, CUDA_R_64F, P, rows, CUDA_R_64F, &dws,
-                                                     &hws),
-                         "bufferSize");
+            bench::check(
+                cusolverDnXgetrf_bufferSize(solver, params, rows, nb, CUDA_R_64F, P, rows, CUDA_R_64F, &dws, &hws),
+                "bufferSize");
             void* w = nullptr;
             bench::check(cudaMalloc(&w, std::max<std::size_t>(dws, 1)), "cudaMalloc");
             const double t = bench::time_on_device(
@@ -107,7 +114,10 @@ int main(int argc, char** argv) {
                                                   dws, nullptr, 0, dinfo),
                                  "getrf");
                 });
-            emit({{"record", "kernel"}, {"kernel", "cusolver_getrf_2nb_x_nb"}, {"nb", nb}, {"time_s", t},
+            emit({{"record", "kernel"},
+                  {"kernel", "cusolver_getrf_2nb_x_nb"},
+                  {"nb", nb},
+                  {"time_s", t},
                   {"tflops", 5.0 / 3.0 * n3 / t / 1e12}});
             cudaFree(w);
             cudaFree(piv64);
@@ -121,47 +131,55 @@ int main(int argc, char** argv) {
             bench::check(cudaMalloc(&work, bytes), "cudaMalloc");
             const cuda::LuContext ctx{blas, solver, params, nullptr, work, bytes};
             auto point = [&](const char* kernel, double t, double flops) {
-                emit({{"record", "kernel"}, {"kernel", kernel}, {"nb", nb}, {"ib", ib}, {"time_s", t},
+                emit({{"record", "kernel"},
+                      {"kernel", kernel},
+                      {"nb", nb},
+                      {"ib", ib},
+                      {"time_s", t},
                       {"tflops", flops / t / 1e12}});
             };
             D.restore();
-            const double t_getrf = bench::time_on_device(reps, [&] { D.restore(); }, [&] {
-                bench::check(cuda::getrf<double>(ctx, D.view(), dipiv, dinfo, ib), "getrf");
-            });
+            const double t_getrf = bench::time_on_device(
+                reps, [&] { D.restore(); },
+                [&] { bench::check(cuda::getrf<double>(ctx, D.view(), dipiv, dinfo, ib), "getrf"); });
             point("getrf", t_getrf, 2 * n3 / 3);
             // The state the later kernels start from: D factored.
             D.keep();
-            const double t_gessm = bench::time_on_device(reps, [&] { C.restore(); }, [&] {
-                bench::check(cuda::gessm<double>(ctx, dipiv, D.cview(), C.view(), ib), "gessm");
-            });
+            const double t_gessm = bench::time_on_device(
+                reps, [&] { C.restore(); },
+                [&] { bench::check(cuda::gessm<double>(ctx, dipiv, D.cview(), C.view(), ib), "gessm"); });
             point("gessm", t_gessm, n3);
-            const double t_tstrf = bench::time_on_device(reps, [&] { D.restore(), A.restore(); }, [&] {
-                bench::check(cuda::tstrf<double>(ctx, D.view(), A.view(), L.view(), tpiv, dinfo, ib), "tstrf");
-            });
+            const TileView<double> Lplain{L.d, ib, nb, 2 * nb}, Linv{L.d, 2 * ib, nb, 2 * nb};
+            const double t_tstrf = bench::time_on_device(
+                reps, [&] { D.restore(), A.restore(); },
+                [&] { bench::check(cuda::tstrf<double>(ctx, D.view(), A.view(), Lplain, tpiv, dinfo, ib), "tstrf"); });
             point("tstrf", t_tstrf, n3);  // LU of [U; A]: about nb^3 of the flops that matter
             A.keep();
             L.keep();
-            const double t_ssssm = bench::time_on_device(reps, [&] { C.restore(), C2.restore(); }, [&] {
-                bench::check(cuda::ssssm<double>(ctx, C.view(), C2.view(), L.cview(), A.cview(), tpiv, ib), "ssssm");
-            });
+            const double t_ssssm = bench::time_on_device(
+                reps, [&] { C.restore(), C2.restore(); },
+                [&] {
+                    bench::check(cuda::ssssm<double>(ctx, C.view(), C2.view(), as_const(Lplain), A.cview(), tpiv, ib),
+                                 "ssssm");
+                });
             point("ssssm", t_ssssm, 2 * n3);
             // SSSSM's parts, per inner block: the triangular solve on ib rows and the rank-ib GEMM.
             {
-                const TileView<const double> Lb{L.d, ib, ib, nb};
+                const TileView<const double> Lb{L.d, ib, ib, 2 * nb};
                 const TileView<double> Cb{C.d, ib, nb, nb};
-                const double t_trsm = bench::time_on_device(reps, [] {}, [&] {
-                    bench::check(cuda::trsm<double>(blas, 'L', 'L', 'N', 'U', 1.0, Lb, Cb), "trsm");
-                });
+                const double t_trsm = bench::time_on_device(
+                    reps, [] {},
+                    [&] { bench::check(cuda::trsm<double>(blas, 'L', 'L', 'N', 'U', 1.0, Lb, Cb), "trsm"); });
                 point("ssssm_part_trsm", t_trsm, double(ib) * ib * nb);
                 const TileView<const double> ALb{A.d, nb, ib, nb}, C1{C.d, ib, nb, nb};
-                const double t_g = bench::time_on_device(reps, [] {}, [&] {
-                    bench::check(cuda::gemm<double>(blas, 'N', 'N', -1.0, ALb, C1, 1.0, C2.view()), "gemm");
-                });
+                const double t_g = bench::time_on_device(
+                    reps, [] {},
+                    [&] { bench::check(cuda::gemm<double>(blas, 'N', 'N', -1.0, ALb, C1, 1.0, C2.view()), "gemm"); });
                 point("ssssm_part_gemm", t_g, 2.0 * nb * nb * ib);
             }
             // The bulk of the factorization is many SSSSMs on several streams at once (StarPU's
             // CUDA workers of one GPU): their aggregate rate is what the trailing update gets.
-            {
+            auto four_streams = [&](const char* kernel, TileView<const double> Lv, bool inverse) {
                 std::vector<cudaStream_t> streams(kStreams);
                 std::vector<cublasHandle_t> handles(kStreams);
                 std::vector<void*> works(kStreams);
@@ -186,15 +204,14 @@ int main(int argc, char** argv) {
                         for (int s = 0; s < kStreams; ++s) {
                             const cuda::LuContext sc{handles[s], solver, params, streams[s], works[s], bytes};
                             const TileView<double> X{tiles[2 * s], nb, nb, nb}, Y{tiles[2 * s + 1], nb, nb, nb};
-                            bench::check(cuda::ssssm<double>(sc, X, Y, L.cview(), A.cview(), tpiv, ib), "ssssm");
+                            bench::check(cuda::ssssm<double>(sc, X, Y, Lv, A.cview(), tpiv, ib, inverse), "ssssm");
                         }
                     bench::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
                     if (r > 0)
                         runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
                 }
                 const double t = bench::median(runs) / (kStreams * kPerStream);
-                emit({{"record", "kernel"}, {"kernel", "ssssm_4_streams"}, {"nb", nb}, {"ib", ib}, {"time_s", t},
-                      {"tflops", 2 * n3 / t / 1e12}});
+                point(kernel, t, 2 * n3);
                 for (int s = 0; s < kStreams; ++s) {
                     cudaFree(tiles[2 * s]);
                     cudaFree(tiles[2 * s + 1]);
@@ -202,6 +219,30 @@ int main(int argc, char** argv) {
                     cublasDestroy(handles[s]);
                     cudaStreamDestroy(streams[s]);
                 }
+            };
+            four_streams("ssssm_4_streams", as_const(Lplain), false);
+            // The trtri + gemm variant on the same inputs: TSTRF also inverts its L1 blocks, SSSSM
+            // multiplies by them.
+            {
+                matgen::uniform(nb, nb, 12, A.host.data(), nb);
+                A.restore();
+                const double t_tstrf_inv = bench::time_on_device(
+                    reps, [&] { D.restore(), A.restore(); },
+                    [&] {
+                        bench::check(cuda::tstrf<double>(ctx, D.view(), A.view(), Linv, tpiv, dinfo, ib, true),
+                                     "tstrf");
+                    });
+                point("tstrf_trtri", t_tstrf_inv, n3);
+                A.keep();
+                const double t_ssssm_inv = bench::time_on_device(
+                    reps, [&] { C.restore(), C2.restore(); },
+                    [&] {
+                        bench::check(
+                            cuda::ssssm<double>(ctx, C.view(), C2.view(), as_const(Linv), A.cview(), tpiv, ib, true),
+                            "ssssm");
+                    });
+                point("ssssm_trtri", t_ssssm_inv, 2 * n3);
+                four_streams("ssssm_trtri_4_streams", as_const(Linv), true);
             }
             D.restore();  // back to D factored (tstrf rewrote its U)
             A.restore();

@@ -87,4 +87,28 @@ template <class T>
 void submit_ssssm(int ib, starpu_data_handle_t A1, starpu_data_handle_t A2, starpu_data_handle_t L,
                   starpu_data_handle_t AL, starpu_data_handle_t ipiv, int priority, int worker = -1);
 
+// ---- tile QR (see codelets/cpu/qr_kernels.hpp for the maths and the storage) ----------------
+// Tf handles are ib x K matrices of T factors (K: the reflectors of the tile they belong to);
+// trans is 'T' (apply Q^T, as the factorization does) or 'N' (apply Q).
+
+/// GEQRT: Householder QR of a tile, A = Q R; R above the diagonal, V below, T factors to Tf.
+template <class T>
+void submit_geqrt(int ib, starpu_data_handle_t A, starpu_data_handle_t Tf, int priority, int worker = -1);
+
+/// UNMQR: C = op(Q) C with Q from GEQRT of V (the diagonal tile or its copy; only its strict
+/// lower part is read) and its Tf.
+template <class T>
+void submit_unmqr(char trans, int ib, starpu_data_handle_t V, starpu_data_handle_t Tf, starpu_data_handle_t C,
+                  int priority, int worker = -1);
+
+/// TSQRT: QR of [R; A] (R the diagonal tile's upper triangle, A the tile below); A becomes V2.
+template <class T>
+void submit_tsqrt(int ib, starpu_data_handle_t R, starpu_data_handle_t A, starpu_data_handle_t Tf, int priority,
+                  int worker = -1);
+
+/// TSMQR: [A1; A2] = op(Q) [A1; A2] with Q from TSQRT (V2 = the factored tile, Tf).
+template <class T>
+void submit_tsmqr(char trans, int ib, starpu_data_handle_t A1, starpu_data_handle_t A2, starpu_data_handle_t V2,
+                  starpu_data_handle_t Tf, int priority, int worker = -1);
+
 }  // namespace starfact::codelets

@@ -11,8 +11,14 @@ namespace starfact::codelets {
 namespace {
 struct SsssmArgs {
     int ib;
-    std::uint32_t key() const { return static_cast<std::uint32_t>(ib); }
+    bool inverse;  // the trtri + gemm variant: L has 2 ib rows, the inverses below L1
+    std::uint32_t key() const { return static_cast<std::uint32_t>(ib) * 2u + (inverse ? 1u : 0u); }
 };
+
+// LuFactors makes L ib x K, or 2 ib x K for the variant: its rows tell which.
+bool has_inverse(starpu_data_handle_t L, int ib) {
+    return starpu_matrix_get_nx(L) >= 2u * static_cast<unsigned>(ib);
+}
 
 template <class T>
 void ssssm_cpu(void* buffers[], void* cl_arg) noexcept {
@@ -29,7 +35,8 @@ void ssssm_cuda(void* buffers[], void* cl_arg) noexcept {
     const cuda::LuContext ctx = detail::lu_context<T>(A2.m, A2.n, a.ib);
     if (ctx.work == nullptr && ctx.work_bytes > 0) return record_kernel_error("ssssm workspace", 0);
     const cudaError_t e = cuda::ssssm(ctx, detail::tile<T>(buffers[0]), A2, detail::const_tile<T>(buffers[2]),
-                                      detail::const_tile<T>(buffers[3]), detail::pivots_ptr(buffers[4]), a.ib);
+                                      detail::const_tile<T>(buffers[3]), detail::pivots_ptr(buffers[4]), a.ib,
+                                      a.inverse);
     if (e != cudaSuccess) record_kernel_error("cuda ssssm", e);
 }
 template <class T>
@@ -53,7 +60,8 @@ void submit_ssssm(int ib, starpu_data_handle_t A1, starpu_data_handle_t A2, star
     const double m = static_cast<double>(starpu_matrix_get_nx(A2));
     const double n = static_cast<double>(starpu_matrix_get_ny(A2));
     const double k = static_cast<double>(starpu_matrix_get_ny(AL));
-    detail::submit(codelet<T>(), {A1, A2, L, AL, ipiv}, SsssmArgs{ib}, priority, 2.0 * m * n * k, worker);
+    detail::submit(codelet<T>(), {A1, A2, L, AL, ipiv}, SsssmArgs{ib, has_inverse(L, ib)}, priority, 2.0 * m * n * k,
+                   worker);
 }
 
 template void submit_ssssm<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t,

@@ -12,14 +12,21 @@ namespace starfact::codelets {
 namespace {
 struct TstrfArgs {
     int ib;
-    std::uint32_t key() const { return static_cast<std::uint32_t>(ib); }
+    bool inverse;  // the trtri + gemm variant: L has 2 ib rows, the inverses below L1
+    std::uint32_t key() const { return static_cast<std::uint32_t>(ib) * 2u + (inverse ? 1u : 0u); }
 };
+
+// LuFactors makes L ib x K, or 2 ib x K for the variant: its rows tell which.
+bool has_inverse(starpu_data_handle_t L, int ib) {
+    return starpu_matrix_get_nx(L) >= 2u * static_cast<unsigned>(ib);
+}
 
 template <class T>
 void tstrf_cpu(void* buffers[], void* cl_arg) noexcept {
     const auto a = detail::unpack<TstrfArgs>(cl_arg);
-    *detail::info_ptr(buffers[4]) = cpu::tstrf(detail::tile<T>(buffers[0]), detail::tile<T>(buffers[1]),
-                                               detail::tile<T>(buffers[2]), detail::pivots_ptr(buffers[3]), a.ib);
+    *detail::info_ptr(buffers[4]) =
+        cpu::tstrf(detail::tile<T>(buffers[0]), detail::tile<T>(buffers[1]), detail::tile<T>(buffers[2]),
+                   detail::pivots_ptr(buffers[3]), a.ib, a.inverse);
 }
 
 #ifdef STARFACT_HAVE_CUDA
@@ -31,7 +38,7 @@ void tstrf_cuda(void* buffers[], void* cl_arg) noexcept {
     const cuda::LuContext ctx = detail::lu_context<T>(A.m, A.n, a.ib, panel.stream());
     if (ctx.work == nullptr && ctx.work_bytes > 0) return record_kernel_error("tstrf workspace", 0);
     const cudaError_t e = cuda::tstrf(ctx, detail::tile<T>(buffers[0]), A, detail::tile<T>(buffers[2]),
-                                      detail::pivots_ptr(buffers[3]), detail::info_ptr(buffers[4]), a.ib);
+                                      detail::pivots_ptr(buffers[3]), detail::info_ptr(buffers[4]), a.ib, a.inverse);
     if (e != cudaSuccess) record_kernel_error("cuda tstrf", e);
 }
 template <class T>
@@ -54,7 +61,8 @@ void submit_tstrf(int ib, starpu_data_handle_t U, starpu_data_handle_t A, starpu
                   starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority, int worker) {
     const double m = static_cast<double>(starpu_matrix_get_nx(A));
     const double k = static_cast<double>(starpu_matrix_get_ny(A));
-    detail::submit(codelet<T>(), {U, A, L, ipiv, info}, TstrfArgs{ib}, priority, m * k * k, worker);  // LU of [U; A]
+    detail::submit(codelet<T>(), {U, A, L, ipiv, info}, TstrfArgs{ib, has_inverse(L, ib)}, priority, m * k * k,
+                   worker);  // LU of [U; A]
 }
 
 template void submit_tstrf<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t,

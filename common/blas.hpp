@@ -69,6 +69,12 @@ inline int potrs(char uplo, int n, int nrhs, const double* A, int lda, double* B
 inline int potrs(char uplo, int n, int nrhs, const float* A, int lda, float* B, int ldb) {
     return LAPACKE_spotrs_work(LAPACK_COL_MAJOR, uplo, n, nrhs, A, lda, B, ldb);
 }
+inline int trtri(char uplo, char diag, int n, double* A, int lda) {
+    return LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, uplo, diag, n, A, lda);
+}
+inline int trtri(char uplo, char diag, int n, float* A, int lda) {
+    return LAPACKE_strtri_work(LAPACK_COL_MAJOR, uplo, diag, n, A, lda);
+}
 inline int getrf(int m, int n, double* A, int lda, int* ipiv) {
     return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, A, lda, ipiv);
 }

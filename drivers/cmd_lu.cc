@@ -47,6 +47,8 @@ int run_lu(Op op, const FactorOptions& o) {
     config["nb"] = nb;
     config["ib"] = ib;
     config["schedule"] = o.schedule;
+    const bool trtri = o.trtri == "on" || (o.trtri == "auto" && rt.ncuda() > 0);
+    config["trtri"] = trtri;
     config["seed"] = seed;
     const LuSchedule schedule = parse_lu_schedule(o.schedule);
     out.header(config);
@@ -65,7 +67,7 @@ int run_lu(Op op, const FactorOptions& o) {
         TileMatrix<T> tA(m, n, nb), tB(m, nrhs, nb);
         tA.from_lapack(A.data(), lda);
         tB.from_lapack(B.data(), lda);
-        LuFactors<T> F(tA, ib);
+        LuFactors<T> F(tA, ib, trtri);
         const auto t0 = std::chrono::steady_clock::now();
         int info = getrf(tA, F, schedule);
         if (op == Op::Gesv && info == 0) getrs(tA, F, tB);
@@ -139,6 +141,11 @@ void add_command(CLI::App& app, Run& run, Op op) {
                     "worker j mod W in right-looking (static-rl), left-looking (static-ll) or breadth-first\n"
                     "left-looking (static-bfll) order")
         ->check(CLI::IsMember({"dynamic", "static-rl", "static-ll", "static-bfll"}))
+        ->capture_default_str();
+    cmd->add_option("--trtri", opts->trtri,
+                    "The paper's trtri + gemm variant: TSTRF also stores the inverses of its L1 blocks and the\n"
+                    "GPU kernels multiply by them instead of solving (auto: on when there is a CUDA worker)")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
     cmd->footer(
         "The check is the solve backward error ||b - A x||_inf / ((||A|| ||x|| + ||b||) n eps) < 30 (a random b\n"

@@ -13,8 +13,8 @@
 
 int main(int argc, char** argv) {
     using namespace starfact;
-    CLI::App app{"starfact: tile dense factorizations (Cholesky, LU with incremental pivoting) on CPUs and NVIDIA GPUs,\n"
-                 "scheduled by StarPU.\n"
+    CLI::App app{"starfact: tile dense factorizations (Cholesky, LU with incremental pivoting, Householder QR and\n"
+                 "least squares) on CPUs and NVIDIA GPUs, scheduled by StarPU.\n"
                  "Runtime configuration comes from StarPU's environment variables (STARPU_NCPU, STARPU_NCUDA,\n"
                  "STARPU_SCHED, STARPU_CALIBRATE, STARPU_HOME, ...).",
                  "starfact"};
@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     cli::add_info_command(app, run);
     cli::add_cholesky_commands(app, run);
     cli::add_lu_commands(app, run);
+    cli::add_qr_commands(app, run);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -26,6 +26,7 @@ struct FactorOptions {
     int m = -1;              ///< LU only: rows (-1: n)
     int ib = 0;              ///< LU only: inner block (0: automatic)
     std::string schedule = "dynamic";  ///< LU only: dynamic, static-rl, static-ll, static-bfll
+    std::string trtri = "auto";        ///< LU only: the trtri + gemm variant, auto (with a GPU), on, off
 };
 
 /// Adds -n, --nb, --prec, --check, --niter, --seed, --format to a subcommand.

@@ -310,5 +310,98 @@ TEST_F(Cli, NoWorkerAtAllIsAClearError) {
     EXPECT_EQ(r.out.find("\"record\":\"result\""), std::string::npos);
 }
 
+// ---- QR: geqrf and gels ---------------------------------------------------------------------
+
+/// The result records of a JSON-lines run (exactly one config record expected before them).
+std::vector<nlohmann::json> json_results(const CliResult& r) {
+    std::vector<nlohmann::json> results;
+    std::istringstream lines(r.out);
+    std::string line;
+    int configs = 0;
+    while (std::getline(lines, line)) {
+        if (line.empty()) continue;
+        nlohmann::json j;
+        EXPECT_NO_THROW(j = nlohmann::json::parse(line)) << "not a JSON line: " << line;
+        if (j.value("record", "") == "config") ++configs;
+        if (j.value("record", "") == "result") results.push_back(j);
+    }
+    EXPECT_EQ(configs, 1) << describe(r);
+    return results;
+}
+
+TEST_F(Cli, GeqrfSquareAndTallCheckedRunsReportResidualAndOrthogonality) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"geqrf", "-n", "150", "--nb", "40", "--ib", "8"},
+          std::vector<std::string>{"geqrf", "-m", "400", "-n", "90", "--nb", "32", "--prec", "s"}}) {
+        std::vector<std::string> a = args;
+        a.insert(a.end(), {"--check", "--format", "json", "--seed", std::to_string(seed() | 1)});
+        const CliResult r = run_cli(a);
+        ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+        const auto results = json_results(r);
+        ASSERT_EQ(results.size(), 1u) << describe(r);
+        const nlohmann::json& j = results[0];
+        EXPECT_EQ(j.value("op", ""), "geqrf");
+        EXPECT_EQ(j.value("m", -1), args[1] == "-m" ? 400 : 150);
+        EXPECT_EQ(j.value("status", ""), "ok");
+        EXPECT_EQ(j.value("info", -1), 0);
+        for (const char* key : {"residual", "orthogonality"}) {
+            ASSERT_TRUE(j[key].is_number()) << key << " in " << j.dump();
+            EXPECT_GE(j[key].get<double>(), 0.0) << key;
+            EXPECT_LT(j[key].get<double>(), 30.0) << key;
+        }
+        EXPECT_TRUE(j["residual_lapack"].is_null()) << j.dump();
+        EXPECT_GT(j.value("gflops", -1.0), 0.0);
+    }
+}
+
+TEST_F(Cli, GelsJsonReportsResidualNextToLapack) {
+    // m = 100, n = 90, nb = 64: the last diagonal tile is 36 x 26, taller than wide.
+    const CliResult r = run_cli({"gels", "-m", "100", "-n", "90", "--nb", "64", "--ib", "5", "--nrhs", "3", "--check",
+                                 "--niter", "2", "--format", "json", "--seed", std::to_string(seed() | 1)});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    const auto results = json_results(r);
+    ASSERT_EQ(results.size(), 3u) << "two runs and the median\n" << describe(r);
+    const nlohmann::json& j = results[1];  // the checked (last) run
+    EXPECT_EQ(j.value("op", ""), "gels");
+    EXPECT_EQ(j.value("m", -1), 100);
+    EXPECT_EQ(j.value("n", -1), 90);
+    EXPECT_EQ(j.value("nrhs", -1), 3);
+    EXPECT_EQ(j.value("ib", -1), 5);
+    EXPECT_EQ(j.value("info", -1), 0);
+    EXPECT_EQ(j.value("status", ""), "ok");
+    for (const char* key : {"residual", "residual_lapack"}) {
+        ASSERT_TRUE(j[key].is_number()) << key << " in " << j.dump();
+        EXPECT_GT(j[key].get<double>(), 0.0) << key;
+        EXPECT_LT(j[key].get<double>(), 30.0) << key;
+    }
+    EXPECT_EQ(results[2].value("iter", ""), "median");
+}
+
+TEST_F(Cli, QrUsageErrorsExitTwoNamingTheOption) {
+    const std::vector<UsageCase> cases = {
+        {{"geqrf", "-m", "10", "-n", "20"}, {"-m", "10"}},
+        {{"gels", "-m", "5", "-n", "6"}, {"-m", "5"}},
+        {{"geqrf", "--ib", "-3"}, {"--ib", "-3"}},
+        {{"gels", "--nrhs", "-1"}, {"--nrhs", "-1"}},
+        {{"gels", "-m", "abc"}, {"-m", "abc"}},
+        {{"geqrf", "--nrhs", "2"}, {"--nrhs"}},
+        {{"geqrf", "-m", "100000", "-n", "100000"}, {"-n", "100000"}},
+        {{"gels", "--format", "xml"}, {"--format", "xml"}},
+    };
+    for (const UsageCase& c : cases) {
+        std::string cmdline;
+        for (const auto& a : c.args) cmdline += " " + a;
+        SCOPED_TRACE("starfact" + cmdline);
+        const CliResult r = run_cli(c.args);
+        EXPECT_TRUE(r.exited) << describe(r);
+        EXPECT_EQ(r.code, 2) << describe(r);
+        for (const std::string& word : c.named)
+            EXPECT_NE(r.err.find(word), std::string::npos) << "the message does not name '" << word << "'\n"
+                                                           << describe(r);
+        EXPECT_EQ(r.out, "") << "output was printed: something started";
+        EXPECT_TRUE(r.home_empty) << "StarPU wrote into STARPU_HOME: the runtime was started";
+    }
+}
+
 }  // namespace
 }  // namespace starfact::test

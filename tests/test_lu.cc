@@ -45,11 +45,11 @@ int factor_and_transform(const HostMatrix<T>& A, int nb, int ib, double* transfo
 // gesv on an n x n random system with nrhs right-hand sides; returns the backward error.
 template <class T>
 double gesv_backward_error(const HostMatrix<T>& A, const HostMatrix<T>& B, int nb, int ib, int* info,
-                           LuSchedule schedule = LuSchedule::Dynamic) {
+                           LuSchedule schedule = LuSchedule::Dynamic, bool trtri = false) {
     TileMatrix<T> tA(A.m, A.n, nb), tB(B.m, B.n, nb);
     tA.from_lapack(A.ptr(), A.ld);
     tB.from_lapack(B.ptr(), B.ld);
-    *info = gesv(tA, tB, ib, schedule);
+    *info = gesv(tA, tB, ib, schedule, trtri);
     HostMatrix<T> X(B.m, B.n, B.ld);
     tB.to_lapack(X.ptr(), X.ld);
     return solve_residual(A, X, B);
@@ -220,6 +220,34 @@ TYPED_TEST(Lu, EverySchedulePinsAndReordersWithoutChangingTheResult) {
     EXPECT_THROW(parse_lu_schedule("static-xx"), ArgumentError);
 }
 
+// On CPU workers the variant only adds the inverses: the kernels that use L1 still solve with it,
+// so the factors and the solution are bitwise those of the plain algorithm.
+TYPED_TEST(Lu, TrtriVariantOnCpuChangesNothingButStorage) {
+    using T = TypeParam;
+    codelets::ScopedImpl cpu(codelets::Impl::Cpu);
+    for (auto [m, n, nb, ib] : {std::tuple{40, 40, 8, 3}, {53, 37, 9, 4}, {30, 30, 30, 30}}) {
+        SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n << " nb=" << nb << " ib=" << ib);
+        const auto A = random_matrix<T>(m, n, m, this->seed() + m);
+        std::vector<HostMatrix<T>> factors;
+        for (bool trtri : {false, true}) {
+            TileMatrix<T> tA(m, n, nb);
+            tA.from_lapack(A.ptr(), A.ld);
+            LuFactors<T> F(tA, ib, trtri);
+            EXPECT_EQ(F.trtri(), trtri);
+            EXPECT_EQ(getrf(tA, F), 0);
+            factors.emplace_back(m, n, m);
+            tA.to_lapack(factors.back().ptr(), m);
+        }
+        EXPECT_EQ(std::memcmp(factors[0].ptr(), factors[1].ptr(), sizeof(T) * factors[0].data.size()), 0);
+        if (m == n) {
+            const auto B = random_matrix<T>(n, 2, n, this->seed() + 3);
+            int info = -1;
+            EXPECT_TRUE(checks::passes(gesv_backward_error(A, B, nb, ib, &info, LuSchedule::Dynamic, true)));
+            EXPECT_EQ(info, 0);
+        }
+    }
+}
+
 TYPED_TEST(Lu, CudaForcedMatchesCpu) {
     using T = TypeParam;
     STARFACT_REQUIRE_CUDA_WORKER(this->ncuda());
@@ -237,6 +265,15 @@ TYPED_TEST(Lu, CudaForcedMatchesCpu) {
             codelets::ScopedImpl gpu(codelets::Impl::Cuda);
             res_gpu = gesv_backward_error(A, B, nb, ib, &info_gpu);
         }
+        int info_trtri = -1;
+        double res_trtri;
+        {
+            // The trtri + gemm variant: SSSSM and TSTRF multiply by the stored inverses.
+            codelets::ScopedImpl gpu(codelets::Impl::Cuda);
+            res_trtri = gesv_backward_error(A, B, nb, ib, &info_trtri, LuSchedule::Dynamic, true);
+        }
+        EXPECT_EQ(info_trtri, 0);
+        EXPECT_TRUE(checks::passes(res_trtri)) << res_trtri;
         int info_static = -1;
         double res_static;
         {

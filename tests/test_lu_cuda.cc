@@ -353,15 +353,17 @@ TYPED_TEST(LuCuda, GessmMatchesCpu) {
 
 /// Runs the CPU and the CUDA TSTRF on (U, A) and compares everything; returns the GPU's info.
 template <class T>
-void tstrf_against_cpu(LuCuda<T>& t, const HostMatrix<T>& U, const HostMatrix<T>& A, int ib, int* info) {
-    const int K = A.n, m = A.m;
-    HostMatrix<T> Uc = U, Ac = A, Lc(ib, K, ib + 1);
+void tstrf_against_cpu(LuCuda<T>& t, const HostMatrix<T>& U, const HostMatrix<T>& A, int ib, int* info,
+                       bool inverse = false) {
+    const int K = A.n, m = A.m, lrows = inverse ? 2 * ib : ib;
+    HostMatrix<T> Uc = U, Ac = A, Lc(lrows, K, lrows + 1);
     std::vector<int> cpu_piv(K);
-    const int cpu_info = cpu::tstrf<T>(Uc.view(), Ac.view(), Lc.view(), cpu_piv.data(), ib);
+    const int cpu_info = cpu::tstrf<T>(Uc.view(), Ac.view(), Lc.view(), cpu_piv.data(), ib, inverse);
 
-    DeviceMatrix<T> dU(U), dA(A), dL(HostMatrix<T>(ib, K, ib + 1));
+    DeviceMatrix<T> dU(U), dA(A), dL(HostMatrix<T>(lrows, K, lrows + 1));
     DeviceBuffer<int> dpiv(K), dinfo(1);
-    ASSERT_TRUE(cuda_ok(cuda::tstrf<T>(t.context(m, K, ib), dU.view(), dA.view(), dL.view(), dpiv.get(), dinfo.get(), ib)));
+    ASSERT_TRUE(cuda_ok(cuda::tstrf<T>(t.context(m, K, ib), dU.view(), dA.view(), dL.view(), dpiv.get(), dinfo.get(),
+                                       ib, inverse)));
     ASSERT_TRUE(t.sync());
     const HostMatrix<T> Ug = dU.download(), Ag = dA.download(), Lg = dL.download();
     const std::vector<int> gpu_piv = download_ints(dpiv);
@@ -376,7 +378,8 @@ void tstrf_against_cpu(LuCuda<T>& t, const HostMatrix<T>& U, const HostMatrix<T>
     const double tol = tolerance<T>(K, std::max(finite_scale(Uc), finite_scale(Ac)));
     EXPECT_TRUE(same_storage(Ug, Uc, tol)) << "U";
     EXPECT_TRUE(same_storage(Ag, Ac, tol)) << "A";
-    EXPECT_TRUE(same_storage(Lg, Lc, tol)) << "L";
+    // The inverses (variant) scale like L1^{-1}, not like the data.
+    EXPECT_TRUE(same_storage(Lg, Lc, std::max(tol, tolerance<T>(K, finite_scale(Lc))))) << "L";
 }
 
 TYPED_TEST(LuCuda, TstrfMatchesCpu) {
@@ -389,6 +392,20 @@ TYPED_TEST(LuCuda, TstrfMatchesCpu) {
                 const HostMatrix<T> A = random_matrix<T>(m, K, m + 1, this->seed() + 5 * K + m);
                 int info = -1;
                 tstrf_against_cpu(*this, U, A, ib, &info);
+                EXPECT_EQ(info, 0);
+            }
+}
+
+TYPED_TEST(LuCuda, TstrfWithInversesMatchesCpu) {
+    using T = TypeParam;
+    for (int K : kSizes)
+        for (int m : {K, 2 * K + 3})
+            for (int ib : inner_blocks(K)) {
+                SCOPED_TRACE("K = " + std::to_string(K) + ", m = " + std::to_string(m) + ", ib = " + std::to_string(ib));
+                const HostMatrix<T> U = random_upper<T>(K, this->seed() + 7 * K);
+                const HostMatrix<T> A = random_matrix<T>(m, K, m + 1, this->seed() + 9 * K + m);
+                int info = -1;
+                tstrf_against_cpu(*this, U, A, ib, &info, true);
                 EXPECT_EQ(info, 0);
             }
 }
@@ -470,6 +487,38 @@ TYPED_TEST(LuCuda, SsssmMatchesCpu) {
             }
 }
 
+TYPED_TEST(LuCuda, SsssmWithInversesMatchesCpuSolve) {
+    using T = TypeParam;
+    for (int K : kSizes)
+        for (int m : {K, 2 * K + 3})
+            for (int ib : inner_blocks(K)) {
+                SCOPED_TRACE("K = " + std::to_string(K) + ", m = " + std::to_string(m) + ", ib = " + std::to_string(ib));
+                // TSTRF's factors with the inverses, from the CPU; the CPU SSSSM solves with L1,
+                // the GPU one multiplies by the stored inverse.
+                HostMatrix<T> U = random_upper<T>(K, this->seed() + K);
+                HostMatrix<T> AL = random_matrix<T>(m, K, m, this->seed() + 2 * K + m);
+                HostMatrix<T> L(2 * ib, K, 2 * ib);
+                std::vector<int> piv(K);
+                cpu::tstrf<T>(U.view(), AL.view(), L.view(), piv.data(), ib, true);
+                const int n = K + 5;
+                HostMatrix<T> A1 = random_matrix<T>(K + 2, n, K + 2, this->seed() + 11 * K);
+                for (int j = 0; j < n; ++j) A1(K, j) = A1(K + 1, j) = nan<T>();
+                const HostMatrix<T> A2 = random_matrix<T>(m, n, m + 1, this->seed() + 13 * K + m);
+                HostMatrix<T> A1c = A1, A2c = A2;
+                cpu::ssssm<T>(A1c.view(), A2c.view(), L.cview(), AL.cview(), piv.data(), ib);
+
+                DeviceMatrix<T> dA1(A1), dA2(A2);
+                const DeviceMatrix<T> dL(L), dAL(AL);
+                const DeviceBuffer<int> dpiv = upload_ints(piv);
+                ASSERT_TRUE(cuda_ok(cuda::ssssm<T>(this->context(m, n, ib), dA1.view(), dA2.view(), dL.cview(),
+                                                   dAL.cview(), dpiv.get(), ib, true)));
+                ASSERT_TRUE(this->sync());
+                const double tol = tolerance<T>(K, std::max({finite_scale(A1c), finite_scale(A2c), finite_scale(L)}));
+                EXPECT_TRUE(same_storage(dA1.download(), A1c, tol)) << "A1";
+                EXPECT_TRUE(same_storage(dA2.download(), A2c, tol)) << "A2";
+            }
+}
+
 TYPED_TEST(LuCuda, WorkspaceOfExactlyTheReportedSizeIsEnough) {
     using T = TypeParam;
     const int K = 96, m = 2 * K + 3, ib = 32;
@@ -490,6 +539,20 @@ TYPED_TEST(LuCuda, WorkspaceOfExactlyTheReportedSizeIsEnough) {
     ASSERT_TRUE(cuda_ok(cuda::ssssm<T>(ctx, B.view(), A2.view(), L.cview(), A.cview(), pk.get(), ib)));
     ASSERT_TRUE(this->sync());
     EXPECT_EQ(download_ints(dinfo)[0], 0);
+    // The trtri + gemm variant in the same workspace.
+    {
+        DeviceMatrix<T> D2(random_matrix<T>(K, K, K, this->seed() + 7)), A3(random_matrix<T>(m, K, m, this->seed() + 8));
+        DeviceMatrix<T> L2(HostMatrix<T>(2 * ib, K, 2 * ib)), B3(random_matrix<T>(K, K, K, this->seed() + 9));
+        DeviceMatrix<T> A4(random_matrix<T>(m, K, m, this->seed() + 10));
+        ASSERT_TRUE(cuda_ok(cuda::getrf<T>(ctx, D2.view(), pd.get(), dinfo.get(), ib)));
+        ASSERT_TRUE(cuda_ok(cuda::tstrf<T>(ctx, D2.view(), A3.view(), L2.view(), pk.get(), dinfo.get(), ib, true)));
+        ASSERT_TRUE(cuda_ok(cuda::ssssm<T>(ctx, B3.view(), A4.view(), L2.cview(), A3.cview(), pk.get(), ib, true)));
+        ASSERT_TRUE(this->sync());
+        EXPECT_EQ(download_ints(dinfo)[0], 0);
+        // An L without room for the inverses is refused, not overrun.
+        EXPECT_EQ(cuda::ssssm<T>(ctx, B3.view(), A4.view(), L.cview(), A3.cview(), pk.get(), ib, true),
+                  cudaErrorInvalidValue);
+    }
 
     // SSSSM on a narrow right-hand side (as getrs does, n = 3 < ib) with the workspace the
     // codelet asks for on that tile: lu_workspace_bytes(m, 3, ib).

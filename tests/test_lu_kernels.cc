@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -313,6 +315,45 @@ TYPED_TEST(LuKernels, TstrfIsGetrfOfTheStackForEveryIb) {
 
 // SSSSM applied to the original columns of the pair must turn [triu(U); A] into [U'; 0]: the
 // two kernels agree on pivots, L1 and L2 whatever ib.
+TYPED_TEST(LuKernels, TstrfWithInversesKeepsTheFactorsAndInvertsL1) {
+    using T = TypeParam;
+    for (int K : {1, 5, 17, 40})
+        for (int ib : {1, 4, 16, K}) {
+            SCOPED_TRACE(::testing::Message() << "K=" << K << " ib=" << ib);
+            const int m = K + 3;
+            HostMatrix<T> U = random_matrix<T>(K, K, K, this->seed() + K);
+            HostMatrix<T> A = random_matrix<T>(m, K, m, this->seed() + 2 * K);
+            HostMatrix<T> U2 = U, A2 = A, L(ib, K, ib), L2(2 * ib, K, 2 * ib);
+            std::vector<int> p(K), p2(K);
+            ASSERT_EQ(cpu::tstrf<T>(U.view(), A.view(), L.view(), p.data(), ib), 0);
+            ASSERT_EQ(cpu::tstrf<T>(U2.view(), A2.view(), L2.view(), p2.data(), ib, true), 0);
+            // The variant changes nothing else: same pivots, bitwise the same factors and L1.
+            EXPECT_EQ(p, p2);
+            EXPECT_EQ(std::memcmp(U.ptr(), U2.ptr(), sizeof(T) * U.data.size()), 0);
+            EXPECT_EQ(std::memcmp(A.ptr(), A2.ptr(), sizeof(T) * A.data.size()), 0);
+            double worst = 0;
+            for (int j0 = 0; j0 < K; j0 += ib) {
+                const int b = std::min(ib, K - j0);
+                for (int c = 0; c < b; ++c)
+                    for (int i = c + 1; i < b; ++i) ASSERT_EQ(L(i, j0 + c), L2(i, j0 + c));
+                // L1 * X = I, with X stored in full at rows ib..ib+b-1.
+                for (int c = 0; c < b; ++c)
+                    for (int i = 0; i < b; ++i) {
+                        if (i <= c) {
+                            ASSERT_EQ(L2(ib + i, j0 + c), i == c ? T(1) : T(0));
+                        }
+                        double acc = 0;
+                        for (int k = 0; k <= i; ++k) {
+                            const double l = k == i ? 1.0 : static_cast<double>(L2(i, j0 + k));
+                            acc += l * static_cast<double>(L2(ib + k, j0 + c));
+                        }
+                        worst = std::max(worst, std::abs(acc - (i == c ? 1.0 : 0.0)));
+                    }
+            }
+            EXPECT_LT(worst, 30.0 * K * std::numeric_limits<T>::epsilon()) << "||L1 X - I||_max";
+        }
+}
+
 TYPED_TEST(LuKernels, SsssmOnOriginalPairReproducesTstrf) {
     using T = TypeParam;
     for (PairShape s : kPairs)

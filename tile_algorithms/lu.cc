@@ -163,7 +163,8 @@ void submit_backward(const TileMatrix<T>& A, TileMatrix<T>& B) {
 }  // namespace
 
 template <class T>
-LuFactors<T>::LuFactors(const TileMatrix<T>& A, int ib) : ib_(ib), mt_(A.mt()), nt_(A.nt()) {
+LuFactors<T>::LuFactors(const TileMatrix<T>& A, int ib, bool trtri)
+    : ib_(ib), trtri_(trtri), mt_(A.mt()), nt_(A.nt()) {
     require(ib >= 1, "ib", fmt::format("must be >= 1, got {}", ib));
     require(A.m() >= A.n(), "A", fmt::format("must have m >= n, got {} x {}", A.m(), A.n()));
     diag_pivots_.resize(static_cast<std::size_t>(nt_));
@@ -175,7 +176,8 @@ LuFactors<T>::LuFactors(const TileMatrix<T>& A, int ib) : ib_(ib), mt_(A.mt()), 
                                     sizeof(int));
         for (int i = k + 1; i < mt_; ++i) {
             starpu_vector_data_register(&pivots_[index(i, k)], -1, 0, static_cast<uint32_t>(K), sizeof(int));
-            starpu_matrix_data_register(&L_[index(i, k)], -1, 0, ib, ib, K, sizeof(T));
+            const int rows = trtri ? 2 * ib : ib;  // the codelets read the variant from this shape
+            starpu_matrix_data_register(&L_[index(i, k)], -1, 0, rows, rows, K, sizeof(T));
         }
     }
 }
@@ -247,10 +249,10 @@ void getrs(const TileMatrix<T>& A, const LuFactors<T>& F, TileMatrix<T>& B) {
 }
 
 template <class T>
-int gesv(TileMatrix<T>& A, TileMatrix<T>& B, int ib, LuSchedule schedule) {
+int gesv(TileMatrix<T>& A, TileMatrix<T>& B, int ib, LuSchedule schedule, bool trtri) {
     require(A.m() == A.n(), "A", fmt::format("must be square, got {} x {}", A.m(), A.n()));
     check_rhs(A, B);
-    LuFactors<T> F(A, ib);
+    LuFactors<T> F(A, ib, trtri);
     const int info = getrf(A, F, schedule);
     if (info == 0) getrs(A, F, B);
     return info;
@@ -264,7 +266,7 @@ template void lu_apply_forward<float>(const TileMatrix<float>&, const LuFactors<
 template void lu_apply_forward<double>(const TileMatrix<double>&, const LuFactors<double>&, TileMatrix<double>&);
 template void getrs<float>(const TileMatrix<float>&, const LuFactors<float>&, TileMatrix<float>&);
 template void getrs<double>(const TileMatrix<double>&, const LuFactors<double>&, TileMatrix<double>&);
-template int gesv<float>(TileMatrix<float>&, TileMatrix<float>&, int, LuSchedule);
-template int gesv<double>(TileMatrix<double>&, TileMatrix<double>&, int, LuSchedule);
+template int gesv<float>(TileMatrix<float>&, TileMatrix<float>&, int, LuSchedule, bool);
+template int gesv<double>(TileMatrix<double>&, TileMatrix<double>&, int, LuSchedule, bool);
 
 }  // namespace starfact

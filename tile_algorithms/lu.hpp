@@ -17,12 +17,17 @@ template <class T>
 class LuFactors {
 public:
     /// Factors for an m x n TileMatrix (m >= n) with tile size nb and inner block ib >= 1.
-    LuFactors(const TileMatrix<T>& A, int ib);
+    /// trtri: the paper's trtri + gemm variant: every TSTRF also stores the inverses of its
+    /// unit lower L1 blocks (L tiles of 2 ib x nb), and the CUDA kernels apply L1^{-1} by GEMM
+    /// instead of a triangular solve (faster on GPUs; the CPU kernels keep their solves). The
+    /// factorization is the same up to rounding.
+    LuFactors(const TileMatrix<T>& A, int ib, bool trtri = false);
     ~LuFactors();
     LuFactors(const LuFactors&) = delete;
     LuFactors& operator=(const LuFactors&) = delete;
 
     int ib() const { return ib_; }
+    bool trtri() const { return trtri_; }
     int mt() const { return mt_; }
     int nt() const { return nt_; }
     starpu_data_handle_t diag_pivots(int k) const { return diag_pivots_[k]; }
@@ -31,7 +36,9 @@ public:
 
 private:
     std::size_t index(int i, int k) const { return static_cast<std::size_t>(k) * mt_ + i; }
-    int ib_, mt_, nt_;
+    int ib_;
+    bool trtri_;
+    int mt_, nt_;
     std::vector<starpu_data_handle_t> diag_pivots_, pivots_, L_;
 };
 
@@ -67,9 +74,9 @@ void lu_apply_forward(const TileMatrix<T>& A, const LuFactors<T>& F, TileMatrix<
 template <class T>
 void getrs(const TileMatrix<T>& A, const LuFactors<T>& F, TileMatrix<T>& B);
 
-/// getrf then getrs with inner block ib. Returns getrf's info; B is not touched when the
-/// matrix is singular (info > 0), as LAPACK's gesv.
+/// getrf then getrs with inner block ib (and the trtri variant of LuFactors when asked).
+/// Returns getrf's info; B is not touched when the matrix is singular (info > 0), as LAPACK's gesv.
 template <class T>
-int gesv(TileMatrix<T>& A, TileMatrix<T>& B, int ib, LuSchedule schedule = LuSchedule::Dynamic);
+int gesv(TileMatrix<T>& A, TileMatrix<T>& B, int ib, LuSchedule schedule = LuSchedule::Dynamic, bool trtri = false);
 
 }  // namespace starfact

@@ -3,4 +3,5 @@
 
 #include "tile_algorithms/cholesky.hpp"
 #include "tile_algorithms/lu.hpp"
+#include "tile_algorithms/qr.hpp"
 #include "tile_algorithms/tile_matrix.hpp"

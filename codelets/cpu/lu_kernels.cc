@@ -101,9 +101,10 @@ void gessm(const int* ipiv, TileView<const T> D, TileView<T> A, int /*ib*/) {
 }
 
 template <class T>
-int tstrf(TileView<T> U, TileView<T> A, TileView<T> L, int* ipiv, int ib) {
+int tstrf(TileView<T> U, TileView<T> A, TileView<T> L, int* ipiv, int ib, bool inverse) {
     const int K = A.n, m = A.m;
     if (K == 0) return 0;
+    const int inverse_row = ib;  // where the variant's inverses start: the ib asked for, unclamped
     ib = std::max(1, std::min(ib, K));
     // The top b x b of each panel lives in a workspace, not in U: its strict lower part holds
     // L1 while the panel is factored, and U's strict lower part (GETRF's L) must survive.
@@ -124,6 +125,12 @@ int tstrf(TileView<T> U, TileView<T> A, TileView<T> L, int* ipiv, int ib) {
                 else
                     L(i, j0 + c) = W(i, c);
             }
+        if (inverse) {
+            const TileView<T> X = L.sub(inverse_row, j0, b, b);
+            for (int c = 0; c < b; ++c)
+                for (int i = 0; i < b; ++i) X(i, c) = i > c ? W(i, c) : (i == c ? T(1) : T(0));
+            blas::trtri('L', 'U', b, X.data, X.ld);  // unit triangular: cannot fail
+        }
         const int nr = K - j0 - b;
         if (nr == 0) continue;
         // The columns right of J, as SSSSM would update them (A's columns left of J keep their
@@ -157,8 +164,8 @@ template int getrf<float>(TileView<float>, int*, int);
 template int getrf<double>(TileView<double>, int*, int);
 template void gessm<float>(const int*, TileView<const float>, TileView<float>, int);
 template void gessm<double>(const int*, TileView<const double>, TileView<double>, int);
-template int tstrf<float>(TileView<float>, TileView<float>, TileView<float>, int*, int);
-template int tstrf<double>(TileView<double>, TileView<double>, TileView<double>, int*, int);
+template int tstrf<float>(TileView<float>, TileView<float>, TileView<float>, int*, int, bool);
+template int tstrf<double>(TileView<double>, TileView<double>, TileView<double>, int*, int, bool);
 template void ssssm<float>(TileView<float>, TileView<float>, TileView<const float>, TileView<const float>,
                            const int*, int);
 template void ssssm<double>(TileView<double>, TileView<double>, TileView<const double>, TileView<const double>,

@@ -14,6 +14,9 @@
 //   J; the unit lower b x b factor L1 of block J (the multipliers of the rows that moved up
 //   into U) goes to L(0:b, J), strictly below its diagonal. U's strict lower triangle (GETRF's
 //   L, still needed by the solve) is never written.
+// - The trtri + gemm variant (`inverse`): L has 2 ib rows, and TSTRF also stores the inverse
+//   of block J's L1 at L(ib:ib+b, J), in full (ones on its diagonal, zeros above), for GPU
+//   kernels that apply L1^{-1} by GEMM. The CPU SSSSM keeps its triangular solve.
 // - Info: the first column j (1-based) whose pivot is exactly zero, else 0. The factorization
 //   goes on (a zero column is skipped, not divided by), as LAPACK's getrf does. NaN pivots
 //   never produce an out-of-range pivot index.
@@ -38,9 +41,10 @@ template <class T>
 void gessm(const int* ipiv, TileView<const T> D, TileView<T> A, int ib);
 
 /// TSTRF as described above. U: the diagonal tile (K x K at its top is used; it may have more
-/// rows, which are not touched), A: m x K, L: ib x K (ld >= ib), ipiv: K entries. Returns info.
+/// rows, which are not touched), A: m x K, L: ib x K (2 ib x K with `inverse`; ld >= its rows),
+/// ipiv: K entries. Returns info.
 template <class T>
-int tstrf(TileView<T> U, TileView<T> A, TileView<T> L, int* ipiv, int ib);
+int tstrf(TileView<T> U, TileView<T> A, TileView<T> L, int* ipiv, int ib, bool inverse = false);
 
 /// Applies TSTRF(i, k)'s transformations to the tiles of a trailing column: A1 (the tile of
 /// tile row k: only its first K rows are used) and A2 (the tile of tile row i, m x n), where

@@ -127,14 +127,18 @@ __global__ void swap_pairs_kernel(TileView<T> X, TileView<T> Y, const int* ipiv,
 // Output in `perm`: xsrc[b], count, yrow[b], ysrc[b].
 __global__ void compose_pair_swaps_kernel(const int* ipiv, int j0, int b, int K, int ym, int* perm) {
     extern __shared__ int smem[];
-    int* xcont = smem;      // b: what X row j holds (encoded as above, Y rows as b + row)
-    int* ycont = smem + b;  // ym: what Y row r holds
-    for (int j = threadIdx.x; j < b; j += blockDim.x) xcont[j] = j;
+    int* xcont = smem;          // b: what X row j holds (encoded as above, Y rows as b + row)
+    int* ycont = smem + b;      // ym: what Y row r holds
+    int* piv = smem + b + ym;   // b: the pivots, staged so that the serial walk never waits on memory
+    for (int j = threadIdx.x; j < b; j += blockDim.x) {
+        xcont[j] = j;
+        piv[j] = ipiv[j];
+    }
     for (int r = threadIdx.x; r < ym; r += blockDim.x) ycont[r] = b + r;
     __syncthreads();
     if (threadIdx.x == 0) {
         for (int jj = 0; jj < b; ++jj) {
-            const int p = ipiv[jj], r = p - K - 1;
+            const int p = piv[jj], r = p - K - 1;
             if (p == j0 + jj + 1 || r < 0 || r >= ym) continue;
             const int t = xcont[jj];
             xcont[jj] = ycont[r];
@@ -179,11 +183,13 @@ __global__ void compose_pair_swaps_kernel(const int* ipiv, int j0, int b, int K,
 // Output in `perm`: count, row[2k], src_slot[2k].
 __global__ void compose_laswp_kernel(const int* ipiv, int k, int m, int* perm) {
     extern __shared__ int cont[];  // m: which original row each row holds, then row -> slot
+    int* piv = cont + m;           // k: the pivots, staged for the serial walk
     for (int r = threadIdx.x; r < m; r += blockDim.x) cont[r] = r;
+    for (int j = threadIdx.x; j < k; j += blockDim.x) piv[j] = ipiv[j];
     __syncthreads();
     if (threadIdx.x == 0) {
         for (int j = 0; j < k; ++j) {
-            const int p = ipiv[j] - 1;
+            const int p = piv[j] - 1;
             if (p == j || p < 0 || p >= m) continue;
             const int t = cont[j];
             cont[j] = cont[p];
@@ -423,6 +429,108 @@ cudaError_t getrf_buffer_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
                : cudaErrorUnknown;
 }
 
+// The trtri + gemm variant (../shared/papers/tile-lu-accelerator-starpu.txt): TSTRF stores the
+// inverse of each block's unit lower L1 next to it, and the triangular solves with L1 become
+// GEMMs, which run several times faster than cuBLAS's trsm on these shapes.
+constexpr int kInvLeaf = 32;
+constexpr int kInvCopyThreads = 256;
+
+// X = the unit lower triangle of L with its ones and zeros written out (GEMMs read all of X).
+template <class T>
+__global__ void unit_lower_copy_kernel(TileView<const T> L, TileView<T> X) {
+    const long long total = static_cast<long long>(X.m) * X.n;
+    for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
+         idx += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const int i = static_cast<int>(idx % X.m), j = static_cast<int>(idx / X.m);
+        X(i, j) = i > j ? L(i, j) : (i == j ? T(1) : T(0));
+    }
+}
+
+// Inverts X's diagonal blocks of kInvLeaf (the last may be smaller) in place: one thread block
+// per diagonal block, thread c solving for column c by forward substitution in shared memory.
+template <class T>
+__global__ void invert_leaf_kernel(TileView<T> X) {
+    __shared__ T l[kInvLeaf][kInvLeaf + 1];
+    __shared__ T x[kInvLeaf][kInvLeaf + 1];
+    const int p = blockIdx.x * kInvLeaf;
+    const int s = min(kInvLeaf, X.n - p);
+    const int c = threadIdx.x;
+    if (c < s)
+        for (int i = 0; i < s; ++i) l[i][c] = X(p + i, p + c);
+    __syncthreads();
+    if (c >= s) return;
+    for (int i = 0; i < s; ++i) x[i][c] = i == c ? T(1) : T(0);
+    for (int i = c + 1; i < s; ++i) {
+        T acc = T(0);
+        for (int k = c; k < i; ++k) acc += l[i][k] * x[k][c];
+        x[i][c] = -acc;
+    }
+    for (int i = c + 1; i < s; ++i) X(p + i, p + c) = x[i][c];
+}
+
+cublasStatus_t gemm_strided(cublasHandle_t h, int m, int n, int k, double alpha, const double* A, int lda,
+                            long long sa, const double* B, int ldb, long long sb, double beta, double* C, int ldc,
+                            long long sc, int count) {
+    return cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C,
+                                     ldc, sc, count);
+}
+cublasStatus_t gemm_strided(cublasHandle_t h, int m, int n, int k, float alpha, const float* A, int lda, long long sa,
+                            const float* B, int ldb, long long sb, float beta, float* C, int ldc, long long sc,
+                            int count) {
+    return cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C,
+                                     ldc, sc, count);
+}
+
+// X = L^{-1} for the b x b unit lower L (its strict lower part is read), X written in full.
+// Leaves of kInvLeaf are inverted directly; then pairs of inverted diagonal blocks of size s
+// are joined level by level: X21 = -X22 L21 X11, all pairs of a level in one batched GEMM.
+// tmp: b * b / 4 elements at least.
+template <class T>
+cudaError_t invert_unit_lower(cublasHandle_t blas, cudaStream_t stream, TileView<const T> L, TileView<T> X, T* tmp) {
+    const int b = L.n;
+    if (b == 0) return cudaSuccess;
+    const int grid = std::min(blocks_for(b * b, kInvCopyThreads), 1024);
+    unit_lower_copy_kernel<T><<<grid, kInvCopyThreads, 0, stream>>>(L, X);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    invert_leaf_kernel<T><<<blocks_for(b, kInvLeaf), kInvLeaf, 0, stream>>>(X);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    for (int s = kInvLeaf; s < b; s *= 2) {
+        const int full = b / (2 * s);
+        if (full > 0) {
+            const long long stride = 2LL * s * (X.ld + 1), tstride = static_cast<long long>(s) * s;
+            err = from_blas(gemm_strided(blas, s, s, s, T(1), X.sub(s, 0, s, s).data, X.ld, stride, X.data, X.ld,
+                                         stride, T(0), tmp, s, tstride, full));
+            if (err != cudaSuccess) return err;
+            err = from_blas(gemm_strided(blas, s, s, s, T(-1), X.sub(s, s, s, s).data, X.ld, stride, tmp, s, tstride,
+                                         T(0), X.sub(s, 0, s, s).data, X.ld, stride, full));
+            if (err != cudaSuccess) return err;
+        }
+        const int p = full * 2 * s, s2 = b - p - s;
+        if (s2 > 0) {
+            const TileView<T> T21{tmp, s2, s, s2};
+            err = from_blas(gemm<T>(blas, 'N', 'N', T(1), as_const(X.sub(p + s, p, s2, s)), as_const(X.sub(p, p, s, s)),
+                                    T(0), T21));
+            if (err != cudaSuccess) return err;
+            err = from_blas(gemm<T>(blas, 'N', 'N', T(-1), as_const(X.sub(p + s, p + s, s2, s2)), as_const(T21), T(0),
+                                    X.sub(p + s, p, s2, s)));
+            if (err != cudaSuccess) return err;
+        }
+    }
+    return cudaSuccess;
+}
+
+// B = Linv B for the b x n block B, through the b x n buffer W (GEMMs cannot work in place).
+template <class T>
+cudaError_t apply_inverse(const LuContext& ctx, TileView<const T> Linv, TileView<T> B, T* W) {
+    if (B.n == 0 || B.m == 0) return cudaSuccess;
+    const TileView<T> Wv{W, B.m, B.n, B.m};
+    cudaError_t err = from_blas(gemm<T>(ctx.blas, 'N', 'N', T(1), Linv, as_const(B), T(0), Wv));
+    if (err != cudaSuccess) return err;
+    return cudaMemcpy2DAsync(B.data, sizeof(T) * B.ld, W, sizeof(T) * B.m, sizeof(T) * B.m, B.n,
+                             cudaMemcpyDeviceToDevice, ctx.stream);
+}
+
 }  // namespace
 
 namespace {
@@ -434,7 +542,7 @@ constexpr int kApplyThreads = 128;
 template <class T>
 cudaError_t laswp(const LuContext& ctx, TileView<T> A, const int* ipiv, int k) {
     if (A.n == 0 || k == 0) return cudaSuccess;
-    const std::size_t compose_smem = sizeof(int) * static_cast<std::size_t>(A.m);
+    const std::size_t compose_smem = sizeof(int) * (static_cast<std::size_t>(A.m) + k);
     const std::size_t apply_smem = sizeof(T) * 2 * static_cast<std::size_t>(k);
     if (compose_smem > kDefaultSmem || apply_smem > kDefaultSmem || ctx.work == nullptr ||
         ctx.work_bytes < sizeof(int) * laswp_ints(k)) {
@@ -456,7 +564,7 @@ cudaError_t swap_pairs(const LuContext& ctx, TileView<T> X, TileView<T> Y, const
     if (X.n == 0 || b == 0) return cudaSuccess;
     if (ctx.work == nullptr || ctx.work_bytes < sizeof(int) * pair_swap_ints(b)) return cudaErrorInvalidValue;
     int* perm = static_cast<int*>(ctx.work);
-    const std::size_t compose_smem = sizeof(int) * (static_cast<std::size_t>(b) + Y.m);
+    const std::size_t compose_smem = sizeof(int) * (2 * static_cast<std::size_t>(b) + Y.m);
     const std::size_t apply_smem = sizeof(T) * 2 * static_cast<std::size_t>(b);
     if (compose_smem > kDefaultSmem || apply_smem > kDefaultSmem) {
         // Very large tiles: the one-thread-per-column walk needs no shared memory.
@@ -468,6 +576,45 @@ cudaError_t swap_pairs(const LuContext& ctx, TileView<T> X, TileView<T> Y, const
     if (err != cudaSuccess) return err;
     apply_pair_swaps_kernel<T><<<X.n, kApplyThreads, apply_smem, ctx.stream>>>(X, Y, perm, b);
     return cudaGetLastError();
+}
+}  // namespace
+
+namespace {
+std::size_t swap_ints_bytes(int ib) { return align_up(sizeof(int) * pair_swap_ints(ib)); }
+
+template <class T>
+std::size_t inverse_buffer_bytes(int ib, int n) {
+    return align_up(sizeof(T) * static_cast<std::size_t>(std::max(ib, 1)) * std::max({n, ib, 1}));
+}
+
+// Bytes of TSTRF's solver panel for a block of b columns over m rows: int64 pivots, info, the
+// (b + m) x b panel, cuSOLVER's buffer.
+template <class T>
+cudaError_t solver_panel_bytes(cusolverDnHandle_t solver, cusolverDnParams_t params, int m, int b,
+                               std::size_t* bytes) {
+    std::size_t device_bytes = 0, host_bytes = 0;
+    const cudaError_t err = getrf_buffer_bytes(solver, params, data_type<T>(), b + m, b, &device_bytes, &host_bytes);
+    if (err != cudaSuccess) return err;
+    *bytes = align_up(sizeof(std::int64_t) * b) + align_up(sizeof(int)) +
+             align_up(sizeof(T) * static_cast<std::size_t>(b + m) * b) + align_up(device_bytes);
+    return cudaSuccess;
+}
+
+// Where TSTRF's GEMM buffer starts in the workspace: after the swap permutation and, for wide
+// blocks, after the largest solver panel (the first block's or the narrower last one's).
+template <class T>
+cudaError_t tstrf_buffer_offset(cusolverDnHandle_t solver, cusolverDnParams_t params, int m, int K, int ib,
+                                std::size_t* offset) {
+    *offset = swap_ints_bytes(ib);
+    const int b = std::min(ib, K);
+    if (b < kSolverPanelMinWidth) return cudaSuccess;
+    for (int w : {b, K % b == 0 ? b : K % b}) {
+        std::size_t bytes = 0;
+        const cudaError_t err = solver_panel_bytes<T>(solver, params, m, w, &bytes);
+        if (err != cudaSuccess) return err;
+        *offset = std::max(*offset, bytes);
+    }
+    return cudaSuccess;
 }
 }  // namespace
 
@@ -491,15 +638,13 @@ std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
                  // TSTRF's and SSSSM's swaps: blocks of up to ib rows of the panel, whatever n is
                  // (SSSSM on a narrow right-hand side still swaps ib rows at a time).
                  align_up(sizeof(int) * std::max(pair_swap_ints(ib), laswp_ints(std::max(m, n)))));
-    // TSTRF's solver panel: pivots, info, the (b + m) x b panel and cuSOLVER's buffer for it.
-    const int b = std::min(ib, n);
-    if (b < kSolverPanelMinWidth) return getrf_bytes;
-    std::size_t panel_device = 0, panel_host = 0;
-    if (getrf_buffer_bytes(solver, params, data_type<T>(), b + m, b, &panel_device, &panel_host) != cudaSuccess)
-        return 0;
-    const std::size_t tstrf_bytes = align_up(sizeof(std::int64_t) * b) + align_up(sizeof(int)) +
-                                    align_up(sizeof(T) * static_cast<std::size_t>(b + m) * b) + panel_device;
-    return std::max(getrf_bytes, tstrf_bytes);
+    // The trtri + gemm variant: SSSSM's and TSTRF's ib x n GEMM buffer (also the inversion's
+    // scratch), after the swap permutation (SSSSM) or after TSTRF's solver panel.
+    const std::size_t inverse_bytes = inverse_buffer_bytes<T>(ib, n);
+    const std::size_t ssssm_bytes = swap_ints_bytes(ib) + inverse_bytes;
+    std::size_t tstrf_offset = 0;
+    if (tstrf_buffer_offset<T>(solver, params, m, n, ib, &tstrf_offset) != cudaSuccess) return 0;
+    return std::max({getrf_bytes, ssssm_bytes, tstrf_offset + inverse_bytes});
 }
 
 template <class T>
@@ -595,9 +740,9 @@ cudaError_t tstrf_solver_panel(const LuContext& ctx, TileView<T> Ujj, TileView<T
 }  // namespace
 
 template <class T>
-cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T> L, int* dipiv, int* dinfo,
-                  int ib) {
-    if (ib < 1) return cudaErrorInvalidValue;
+cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T> L, int* dipiv, int* dinfo, int ib,
+                  bool inverse) {
+    if (ib < 1 || (inverse && L.m < 2 * std::min(ib, A.n))) return cudaErrorInvalidValue;
     cudaError_t err = cudaMemsetAsync(dinfo, 0, sizeof(int), ctx.stream);
     if (err != cudaSuccess) return err;
     const int K = A.n, m = A.m;
@@ -607,6 +752,14 @@ cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T
     if (err != cudaSuccess) return err;
     // Wide blocks: cuSOLVER on the whole GPU; narrow ones: one thread block, no cuSOLVER call overhead.
     const bool solver_panel = std::min(ib, K) >= kSolverPanelMinWidth;
+    T* W = nullptr;  // the variant's GEMM buffer
+    if (inverse) {
+        std::size_t offset = 0;
+        if ((err = tstrf_buffer_offset<T>(ctx.solver, ctx.params, m, K, ib, &offset)) != cudaSuccess) return err;
+        if (ctx.work == nullptr || offset + inverse_buffer_bytes<T>(ib, K) > ctx.work_bytes)
+            return cudaErrorInvalidValue;
+        W = reinterpret_cast<T*>(static_cast<char*>(ctx.work) + offset);
+    }
 
     for (int j0 = 0; j0 < K; j0 += ib) {
         const int b = std::min(ib, K - j0);
@@ -614,6 +767,9 @@ cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T
         err = solver_panel ? tstrf_solver_panel(ctx, Ujj, Aj, Lj, dipiv + j0, dinfo, j0, K)
                            : tstrf_shared_panel(Ujj, Aj, Lj, dipiv + j0, dinfo, j0, K, smem_budget, ctx.stream);
         if (err != cudaSuccess) return err;
+        const TileView<T> Linv = L.sub(ib, j0, b, b);
+        if (inverse && (err = invert_unit_lower(ctx.blas, ctx.stream, as_const(Lj), Linv, W)) != cudaSuccess)
+            return err;
 
         const int right = K - j0 - b;
         if (right == 0) continue;
@@ -621,7 +777,8 @@ cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T
         const TileView<T> A12 = A.sub(0, j0 + b, m, right);
         err = swap_pairs(ctx, U12, A12, dipiv + j0, j0, b, K);
         if (err != cudaSuccess) return err;
-        err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), as_const(L.sub(0, j0, b, b)), U12));
+        err = inverse ? apply_inverse(ctx, as_const(Linv), U12, W)
+                      : from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), as_const(L.sub(0, j0, b, b)), U12));
         if (err != cudaSuccess) return err;
         err = from_blas(gemm<T>(ctx.blas, 'N', 'N', T(-1), as_const(A.sub(0, j0, m, b)), as_const(U12), T(1), A12));
         if (err != cudaSuccess) return err;
@@ -631,16 +788,23 @@ cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T
 
 template <class T>
 cudaError_t ssssm(const LuContext& ctx, TileView<T> A1, TileView<T> A2, TileView<const T> L, TileView<const T> AL,
-                  const int* dipiv, int ib) {
-    if (ib < 1) return cudaErrorInvalidValue;
+                  const int* dipiv, int ib, bool inverse) {
+    if (ib < 1 || (inverse && L.m < 2 * std::min(ib, AL.n))) return cudaErrorInvalidValue;
     const int K = AL.n, m = A2.m, n = A2.n;
     if (n == 0) return cudaSuccess;
+    T* W = nullptr;
+    if (inverse) {
+        if (ctx.work == nullptr || swap_ints_bytes(ib) + inverse_buffer_bytes<T>(ib, n) > ctx.work_bytes)
+            return cudaErrorInvalidValue;
+        W = reinterpret_cast<T*>(static_cast<char*>(ctx.work) + swap_ints_bytes(ib));
+    }
     for (int j0 = 0; j0 < K; j0 += ib) {
         const int b = std::min(ib, K - j0);
         const TileView<T> A1J = A1.sub(j0, 0, b, n);
         cudaError_t err = swap_pairs(ctx, A1J, A2, dipiv + j0, j0, b, K);
         if (err != cudaSuccess) return err;
-        err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), L.sub(0, j0, b, b), A1J));
+        err = inverse ? apply_inverse(ctx, L.sub(ib, j0, b, b), A1J, W)
+                      : from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), L.sub(0, j0, b, b), A1J));
         if (err != cudaSuccess) return err;
         err = from_blas(gemm<T>(ctx.blas, 'N', 'N', T(-1), AL.sub(0, j0, m, b), as_const(A1J), T(1), A2));
         if (err != cudaSuccess) return err;
@@ -652,15 +816,15 @@ template std::size_t lu_workspace_bytes<float>(cusolverDnHandle_t, cusolverDnPar
 template cudaError_t getrf<float>(const LuContext&, TileView<float>, int*, int*, int);
 template cudaError_t gessm<float>(const LuContext&, const int*, TileView<const float>, TileView<float>, int);
 template cudaError_t tstrf<float>(const LuContext&, TileView<float>, TileView<float>, TileView<float>, int*, int*,
-                                  int);
+                                  int, bool);
 template cudaError_t ssssm<float>(const LuContext&, TileView<float>, TileView<float>, TileView<const float>,
-                                  TileView<const float>, const int*, int);
+                                  TileView<const float>, const int*, int, bool);
 template std::size_t lu_workspace_bytes<double>(cusolverDnHandle_t, cusolverDnParams_t, int, int, int);
 template cudaError_t getrf<double>(const LuContext&, TileView<double>, int*, int*, int);
 template cudaError_t gessm<double>(const LuContext&, const int*, TileView<const double>, TileView<double>, int);
 template cudaError_t tstrf<double>(const LuContext&, TileView<double>, TileView<double>, TileView<double>, int*,
-                                   int*, int);
+                                   int*, int, bool);
 template cudaError_t ssssm<double>(const LuContext&, TileView<double>, TileView<double>, TileView<const double>,
-                                   TileView<const double>, const int*, int);
+                                   TileView<const double>, const int*, int, bool);
 
 }  // namespace starfact::cuda

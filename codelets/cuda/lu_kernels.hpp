@@ -38,12 +38,15 @@ cudaError_t getrf(const LuContext& ctx, TileView<T> A, int* dipiv, int* dinfo, i
 template <class T>
 cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, TileView<T> A, int ib);
 
+/// inverse: the trtri + gemm variant (see codelets/cpu/lu_kernels.hpp): L has at least 2 ib rows
+/// and TSTRF also writes each block's L1^{-1} at L(ib.., J), which SSSSM (and TSTRF's own update)
+/// then applies by GEMM instead of a triangular solve. Same factorization up to rounding.
 template <class T>
-cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T> L, int* dipiv, int* dinfo,
-                  int ib);
+cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T> L, int* dipiv, int* dinfo, int ib,
+                  bool inverse = false);
 
 template <class T>
 cudaError_t ssssm(const LuContext& ctx, TileView<T> A1, TileView<T> A2, TileView<const T> L, TileView<const T> AL,
-                  const int* dipiv, int ib);
+                  const int* dipiv, int ib, bool inverse = false);
 
 }  // namespace starfact::cuda
