@@ -1,0 +1,663 @@
+// The CUDA QR kernels (cuda::geqrt/unmqr/tsqrt/tsmqr) against their CPU twins, called directly
+// on a stream of our own (no StarPU): the whole storage compared (NaN at the same places, so
+// padding, R's strict lower triangle and the unused entries of the T factors stay poisoned,
+// values within 30 K eps of the CPU's), plus the factorizations' own residuals through the CPU
+// kernels. Every test skips, visibly, on a machine without a CUDA device; each prints the worst
+// |gpu - cpu| / tolerance it met.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cusolverDn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codelets/cpu/qr_kernels.hpp"
+#include "codelets/cuda/qr_kernels.hpp"
+#include "common/scalar_traits.hpp"
+#include "test_support.hpp"
+
+namespace starfact::test {
+namespace {
+
+constexpr int kSizes[] = {1, 7, 32, 33, 64, 100, 256};
+// 80: wider than the CUDA kernels' one-thread-block T factors (64), so the solve path runs too.
+constexpr int kInnerBlocks[] = {1, 8, 32, 80};
+constexpr double kThreshold = 30.0;
+
+std::vector<int> inner_blocks(int K) {
+    std::vector<int> ibs;
+    for (int ib : kInnerBlocks)
+        if (ib < K) ibs.push_back(ib);
+    ibs.push_back(std::max(K, 1));  // one block
+    return ibs;
+}
+
+::testing::AssertionResult cuda_ok(cudaError_t err) {
+    if (err == cudaSuccess) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << cudaGetErrorName(err) << ": " << cudaGetErrorString(err);
+}
+
+/// cudaMalloc'd storage for count elements, freed on destruction.
+template <class E>
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    explicit DeviceBuffer(std::size_t count) : count_(count) {
+        if (count > 0 && cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(E)) != cudaSuccess)
+            throw std::runtime_error("cudaMalloc of " + std::to_string(count * sizeof(E)) + " bytes failed");
+    }
+    ~DeviceBuffer() { cudaFree(ptr_); }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), count_(other.count_) {
+        other.ptr_ = nullptr;
+        other.count_ = 0;
+    }
+    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+        std::swap(ptr_, other.ptr_);
+        std::swap(count_, other.count_);
+        return *this;
+    }
+    E* get() const { return ptr_; }
+    std::size_t size() const { return count_; }
+
+private:
+    E* ptr_ = nullptr;
+    std::size_t count_ = 0;
+};
+
+/// A device copy of a HostMatrix, padding included (so that the poison travels both ways).
+template <class T>
+struct DeviceMatrix {
+    int m, n, ld;
+    DeviceBuffer<T> buf;
+
+    explicit DeviceMatrix(const HostMatrix<T>& h) : m(h.m), n(h.n), ld(h.ld), buf(h.data.size()) {
+        if (!h.data.empty() &&
+            cudaMemcpy(buf.get(), h.ptr(), h.data.size() * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess)
+            throw std::runtime_error("cudaMemcpy to the device failed");
+    }
+    TileView<T> view() const { return {buf.get(), m, n, ld}; }
+    TileView<const T> cview() const { return {buf.get(), m, n, ld}; }
+    HostMatrix<T> download() const {
+        HostMatrix<T> h(m, n, ld);
+        if (!h.data.empty() &&
+            cudaMemcpy(h.ptr(), buf.get(), h.data.size() * sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess)
+            throw std::runtime_error("cudaMemcpy to the host failed");
+        return h;
+    }
+};
+
+/// The worst |gpu - cpu| / tolerance (or residual / threshold) a test met, and where; printed
+/// at the end of the test so that a passing run still shows its margins.
+class Worst {
+public:
+    explicit Worst(std::string what) : what_(std::move(what)) {}
+    void add(double ratio, const std::string& where) {
+        if (!(ratio <= ratio_)) {
+            ratio_ = ratio;
+            where_ = where;
+        }
+    }
+    ~Worst() {
+        std::cout << "[   INFO   ] worst " << what_ << ": " << ratio_ << (where_.empty() ? "" : " at ") << where_
+                  << std::endl;
+    }
+    Worst(const Worst&) = delete;
+    Worst& operator=(const Worst&) = delete;
+
+private:
+    std::string what_;
+    double ratio_ = 0.0;
+    std::string where_;
+};
+
+/// The whole storage of gpu and cpu (padding included): NaN at the same places, other entries
+/// within tol. The largest difference / tol goes to `worst` when given.
+template <class T>
+::testing::AssertionResult same_storage(const HostMatrix<T>& gpu, const HostMatrix<T>& cpu, double tol,
+                                        Worst* worst = nullptr, const std::string& where = "") {
+    if (gpu.data.size() != cpu.data.size()) return ::testing::AssertionFailure() << "storage sizes differ";
+    double diff = 0.0;
+    std::size_t at = 0;
+    for (std::size_t e = 0; e < gpu.data.size(); ++e) {
+        const T g = gpu.data[e], c = cpu.data[e];
+        if (g == c || (std::isnan(g) && std::isnan(c))) continue;
+        if (std::isnan(g) || std::isnan(c))
+            return ::testing::AssertionFailure() << "entry (" << e % gpu.ld << ", " << e / gpu.ld << "): gpu " << g
+                                                 << ", cpu " << c << " (one NaN)";
+        const double d = std::abs(static_cast<double>(g) - static_cast<double>(c));
+        if (!(d <= diff)) {
+            diff = d;
+            at = e;
+        }
+    }
+    if (worst != nullptr) worst->add(diff / tol, where);
+    if (diff <= tol) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "max |gpu - cpu| = " << diff << " > " << tol << " at (" << at % gpu.ld
+                                         << ", " << at / gpu.ld << "): gpu " << gpu.data[at] << ", cpu "
+                                         << cpu.data[at];
+}
+
+/// Largest finite |entry| over the whole storage (at least 1, so a tolerance never vanishes).
+template <class T>
+double finite_scale(const HostMatrix<T>& A) {
+    double s = 1.0;
+    for (T v : A.data)
+        if (std::isfinite(v)) s = std::max(s, std::abs(static_cast<double>(v)));
+    return s;
+}
+
+template <class T>
+double tolerance(int K, double scale) {
+    return kThreshold * std::max(K, 1) * static_cast<double>(ScalarTraits<T>::eps) * scale;
+}
+
+/// One norm of the m x n block in long double (NaN if an entry is NaN).
+template <class T>
+long double norm1(const HostMatrix<T>& A) {
+    long double d = 0;
+    for (int j = 0; j < A.n; ++j) {
+        long double s = 0;
+        for (int i = 0; i < A.m; ++i) s += std::abs(static_cast<long double>(A(i, j)));
+        if (std::isnan(s)) return s;
+        d = std::max(d, s);
+    }
+    return d;
+}
+
+/// ||X - Y||_1 / (rows ||X||_1 eps) over the m x n blocks.
+template <class T>
+double relative_residual(const HostMatrix<T>& X, const HostMatrix<T>& Y) {
+    long double d = 0;
+    for (int j = 0; j < X.n; ++j) {
+        long double s = 0;
+        for (int i = 0; i < X.m; ++i) s += std::abs(static_cast<long double>(X(i, j)) - Y(i, j));
+        if (std::isnan(s)) return static_cast<double>(s);
+        d = std::max(d, s);
+    }
+    return static_cast<double>(d / (std::max(X.m, 1) * std::max(norm1(X), 1.0L) * ScalarTraits<T>::eps));
+}
+
+/// ||A - Q R||_1 / (m ||A||_1 eps) of GEQRT's output F (R and V) and T factors Tf: Q applied to
+/// R (zeros below) by the CPU UNMQR.
+template <class T>
+double geqrt_residual(const HostMatrix<T>& A, const HostMatrix<T>& F, const HostMatrix<T>& Tf, int ib) {
+    HostMatrix<T> QR(A.m, A.n, A.m + 1);
+    for (int j = 0; j < A.n; ++j)
+        for (int i = 0; i < A.m; ++i) QR(i, j) = i <= j ? F(i, j) : T(0);
+    cpu::unmqr<T>('L', 'N', ib, F.cview(), Tf.cview(), QR.view());
+    return relative_residual(A, QR);
+}
+
+/// ||[R0; A0] - Q [R'; 0]||_1 / ((n + m) ||[R0; A0]||_1 eps) of TSQRT's output (R' in R's upper
+/// triangle, V2, Tf): Q applied by the CPU TSMQR.
+template <class T>
+double tsqrt_residual(const HostMatrix<T>& R0, const HostMatrix<T>& A0, const HostMatrix<T>& R,
+                      const HostMatrix<T>& V2, const HostMatrix<T>& Tf, int ib) {
+    const int n = A0.n, m = A0.m;
+    HostMatrix<T> X1(n, n, n), X2(m, n, m), S(n + m, n, n + m), QR(n + m, n, n + m);
+    for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < n; ++i) X1(i, j) = i <= j ? R(i, j) : T(0);
+        for (int i = 0; i < m; ++i) X2(i, j) = T(0);
+    }
+    cpu::tsmqr<T>('N', ib, X1.view(), X2.view(), V2.cview(), Tf.cview());
+    for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < n; ++i) {
+            S(i, j) = i <= j ? R0(i, j) : T(0);
+            QR(i, j) = X1(i, j);
+        }
+        for (int i = 0; i < m; ++i) {
+            S(n + i, j) = A0(i, j);
+            QR(n + i, j) = X2(i, j);
+        }
+    }
+    return relative_residual(S, QR);
+}
+
+/// A T-factor tile ib x K, all NaN (ld ib + 1): the kernels write what they define.
+template <class T>
+HostMatrix<T> t_tile(int ib, int K) {
+    return HostMatrix<T>(std::max(ib, 1), std::max(K, 1), std::max(ib, 1) + 1);
+}
+
+/// R for TSQRT: (n + 2) x n, random upper triangle; its strict lower part (GEQRT's V, never to
+/// be touched) and the two extra rows are NaN.
+template <class T>
+HostMatrix<T> random_upper(int n, std::uint64_t seed) {
+    HostMatrix<T> R = random_matrix<T>(n + 2, n, n + 4, seed);
+    poison_strict_triangle(R, 'L');
+    return R;
+}
+
+std::string where(int m, int n, int ib, char trans = ' ') {
+    std::string s = "m = " + std::to_string(m) + ", n = " + std::to_string(n) + ", ib = " + std::to_string(ib);
+    if (trans != ' ') s += std::string(", trans = ") + trans;
+    return s;
+}
+
+template <class T>
+class QrCuda : public SeededTest {
+protected:
+    void SetUp() override {
+        int count = 0;
+        const cudaError_t err = cudaGetDeviceCount(&count);
+        if (err != cudaSuccess || count == 0)
+            GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount: " << cudaGetErrorName(err) << ", " << count
+                         << " devices): the CUDA QR kernels are not tested here";
+        ASSERT_TRUE(cuda_ok(cudaStreamCreate(&stream_)));
+        ASSERT_EQ(cublasCreate(&blas_), CUBLAS_STATUS_SUCCESS);
+        ASSERT_EQ(cublasSetStream(blas_, stream_), CUBLAS_STATUS_SUCCESS);
+        ASSERT_EQ(cusolverDnCreate(&solver_), CUSOLVER_STATUS_SUCCESS);
+        ASSERT_EQ(cusolverDnSetStream(solver_, stream_), CUSOLVER_STATUS_SUCCESS);
+        ASSERT_EQ(cusolverDnCreateParams(&params_), CUSOLVER_STATUS_SUCCESS);
+    }
+
+    void TearDown() override {
+        if (stream_ != nullptr) {
+            EXPECT_TRUE(cuda_ok(cudaStreamSynchronize(stream_)));
+        }
+        work_ = DeviceBuffer<unsigned char>();
+        if (params_ != nullptr) cusolverDnDestroyParams(params_);
+        if (solver_ != nullptr) cusolverDnDestroy(solver_);
+        if (blas_ != nullptr) cublasDestroy(blas_);
+        if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    }
+
+public:
+    /// A context whose workspace holds exactly qr_workspace_bytes(m, n, ib) bytes (a fresh
+    /// allocation when that changes, so an overrun shows under compute-sanitizer).
+    cuda::QrContext context(int m, int n, int ib) {
+        const std::size_t bytes = cuda::qr_workspace_bytes<T>(solver_, params_, m, n, ib);
+        if (bytes != work_.size()) work_ = DeviceBuffer<unsigned char>(bytes);
+        return {blas_, solver_, params_, stream_, work_.get(), bytes};
+    }
+
+    ::testing::AssertionResult sync() { return cuda_ok(cudaStreamSynchronize(stream_)); }
+
+protected:
+    cudaStream_t stream_ = nullptr;
+    cublasHandle_t blas_ = nullptr;
+    cusolverDnHandle_t solver_ = nullptr;
+    cusolverDnParams_t params_ = nullptr;
+    DeviceBuffer<unsigned char> work_;
+};
+
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(QrCuda, Precisions);
+
+/// GEQRT's shapes for a size s: square, tall, wide.
+std::vector<std::pair<int, int>> shapes(int s) { return {{s, s}, {2 * s + 3, s}, {s, 2 * s + 3}}; }
+
+TYPED_TEST(QrCuda, GeqrtMatchesCpu) {
+    using T = TypeParam;
+    Worst worst("|gpu - cpu| / tol"), worst_res("||A - QR|| / (m ||A|| eps) / 30");
+    for (int s : kSizes)
+        for (const auto& [m, n] : shapes(s))
+            for (int ib : inner_blocks(std::min(m, n))) {
+                const std::string at = where(m, n, ib);
+                SCOPED_TRACE(at);
+                const int K = std::min(m, n);
+                const HostMatrix<T> A = random_matrix<T>(m, n, m + 3, this->seed() + 31 * m + n);
+                HostMatrix<T> F = A, Tc = t_tile<T>(ib, K);
+                cpu::geqrt<T>(ib, F.view(), Tc.view());
+
+                DeviceMatrix<T> dA(A), dT(t_tile<T>(ib, K));
+                ASSERT_TRUE(cuda_ok(cuda::geqrt<T>(this->context(m, n, ib), ib, dA.view(), dT.view())));
+                ASSERT_TRUE(this->sync());
+                const HostMatrix<T> G = dA.download(), Tg = dT.download();
+                const double res = geqrt_residual(A, G, Tg, ib);
+                worst_res.add(res / kThreshold, at);
+                EXPECT_LT(res, kThreshold) << "the GPU's own factorization";
+                EXPECT_TRUE(same_storage(G, F, tolerance<T>(K, finite_scale(F)), &worst, at)) << "A (R and V)";
+                EXPECT_TRUE(same_storage(Tg, Tc, tolerance<T>(K, finite_scale(Tc)), &worst, at)) << "T";
+            }
+}
+
+TYPED_TEST(QrCuda, GeqrtWideInnerBlocks) {
+    // Inner blocks wider than 256 columns: the CUDA T factors come from per-block Gram matrices
+    // that skip the zero rows above each block, and a triangular solve.
+    using T = TypeParam;
+    Worst worst("|gpu - cpu| / tol"), worst_res("||A - QR|| / (m ||A|| eps) / 30");
+    for (int m : {600, 700})
+        for (int ib : {300, 350, 600}) {
+            const int n = 600;
+            const std::string at = where(m, n, ib);
+            SCOPED_TRACE(at);
+            const HostMatrix<T> A = random_matrix<T>(m, n, m + 1, this->seed() + m + ib);
+            HostMatrix<T> F = A, Tc = t_tile<T>(ib, n);
+            cpu::geqrt<T>(ib, F.view(), Tc.view());
+            DeviceMatrix<T> dA(A), dT(t_tile<T>(ib, n));
+            ASSERT_TRUE(cuda_ok(cuda::geqrt<T>(this->context(m, n, ib), ib, dA.view(), dT.view())));
+            ASSERT_TRUE(this->sync());
+            const HostMatrix<T> G = dA.download(), Tg = dT.download();
+            const double res = geqrt_residual(A, G, Tg, ib);
+            worst_res.add(res / kThreshold, at);
+            EXPECT_LT(res, kThreshold) << "the GPU's own factorization";
+            EXPECT_TRUE(same_storage(G, F, tolerance<T>(n, finite_scale(F)), &worst, at)) << "A (R and V)";
+            EXPECT_TRUE(same_storage(Tg, Tc, tolerance<T>(n, finite_scale(Tc)), &worst, at)) << "T";
+        }
+}
+
+TYPED_TEST(QrCuda, UnmqrMatchesCpu) {
+    using T = TypeParam;
+    Worst worst("|gpu - cpu| / tol");
+    for (int s : kSizes)
+        for (const auto& [m, n] : shapes(s))
+            for (int ib : inner_blocks(std::min(m, n))) {
+                const int K = std::min(m, n);
+                // GEQRT's factors, computed once on the CPU and given to both UNMQRs; R's part
+                // of the tile (strict upper triangle) is poisoned: UNMQR must not read it.
+                HostMatrix<T> V = random_matrix<T>(m, n, m + 1, this->seed() + 7 * m + n), Tf = t_tile<T>(ib, K);
+                cpu::geqrt<T>(ib, V.view(), Tf.view());
+                poison_strict_triangle(V, 'U');
+                const DeviceMatrix<T> dV(V), dT(Tf);
+                for (int nc : {5, s + 3})
+                    for (char trans : {'T', 'N'}) {
+                        const std::string at = where(m, n, ib, trans) + ", C.n = " + std::to_string(nc);
+                        SCOPED_TRACE(at);
+                        const HostMatrix<T> C = random_matrix<T>(m, nc, m + 2, this->seed() + 11 * m + nc + trans);
+                        HostMatrix<T> Cc = C;
+                        cpu::unmqr<T>('L', trans, ib, V.cview(), Tf.cview(), Cc.view());
+
+                        DeviceMatrix<T> dC(C);
+                        // The workspace the codelet asks for: C's shape (V may be wider).
+                        ASSERT_TRUE(cuda_ok(cuda::unmqr<T>(this->context(m, nc, ib), 'L', trans, ib, dV.cview(),
+                                                           dT.cview(), dC.view())));
+                        ASSERT_TRUE(this->sync());
+                        EXPECT_TRUE(same_storage(dC.download(), Cc, tolerance<T>(K, finite_scale(Cc)), &worst, at));
+                    }
+                EXPECT_TRUE(same_storage(dV.download(), V, 0.0)) << "V must be read only";
+                EXPECT_TRUE(same_storage(dT.download(), Tf, 0.0)) << "T must be read only";
+            }
+}
+
+TYPED_TEST(QrCuda, UnmqrRejectsRightSide) {
+    using T = TypeParam;
+    const int m = 8;
+    HostMatrix<T> V = random_matrix<T>(m, m, m, this->seed()), Tf = t_tile<T>(4, m);
+    cpu::geqrt<T>(4, V.view(), Tf.view());
+    const HostMatrix<T> C = random_matrix<T>(m, m, m, this->seed() + 1);
+    const DeviceMatrix<T> dV(V), dT(Tf);
+    DeviceMatrix<T> dC(C);
+    EXPECT_EQ(cuda::unmqr<T>(this->context(m, m, 4), 'R', 'T', 4, dV.cview(), dT.cview(), dC.view()),
+              cudaErrorInvalidValue);
+    ASSERT_TRUE(this->sync());
+    EXPECT_TRUE(same_storage(dC.download(), C, 0.0)) << "C must be untouched";
+}
+
+/// Runs the CPU and the CUDA TSQRT on (R, A) and compares everything.
+template <class T>
+void tsqrt_against_cpu(QrCuda<T>& t, const HostMatrix<T>& R, const HostMatrix<T>& A, int ib, Worst& worst,
+                       Worst& worst_res, const std::string& at) {
+    const int n = A.n, m = A.m;
+    HostMatrix<T> Rc = R, Ac = A, Tc = t_tile<T>(ib, n);
+    cpu::tsqrt<T>(ib, Rc.view(), Ac.view(), Tc.view());
+
+    DeviceMatrix<T> dR(R), dA(A), dT(t_tile<T>(ib, n));
+    ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(t.context(std::max(R.m, m), n, ib), ib, dR.view(), dA.view(), dT.view())));
+    ASSERT_TRUE(t.sync());
+    const HostMatrix<T> Rg = dR.download(), Ag = dA.download(), Tg = dT.download();
+    // R's strict lower triangle and its extra rows: never written (still the NaN poison).
+    EXPECT_EQ(non_nan_in_strict_triangle(Rg, 'L'), 0) << "TSQRT wrote R's strict lower triangle or extra rows";
+    const double res = tsqrt_residual(R, A, Rg, Ag, Tg, ib);
+    worst_res.add(res / kThreshold, at);
+    EXPECT_LT(res, kThreshold) << "the GPU's own factorization";
+    const double tol = tolerance<T>(n, std::max(finite_scale(Rc), finite_scale(Ac)));
+    EXPECT_TRUE(same_storage(Rg, Rc, tol, &worst, at)) << "R";
+    EXPECT_TRUE(same_storage(Ag, Ac, tol, &worst, at)) << "A (V2)";
+    EXPECT_TRUE(same_storage(Tg, Tc, tolerance<T>(n, finite_scale(Tc)), &worst, at)) << "T";
+}
+
+TYPED_TEST(QrCuda, TsqrtMatchesCpu) {
+    using T = TypeParam;
+    Worst worst("|gpu - cpu| / tol"), worst_res("||[R; A] - Q [R'; 0]|| / ((m + n) ||.|| eps) / 30");
+    for (int n : kSizes)
+        for (int m : {n, 2 * n + 3, std::max(1, n / 3)})
+            for (int ib : inner_blocks(n)) {
+                const std::string at = where(m, n, ib);
+                SCOPED_TRACE(at);
+                const HostMatrix<T> R = random_upper<T>(n, this->seed() + 3 * n);
+                const HostMatrix<T> A = random_matrix<T>(m, n, m + 1, this->seed() + 5 * n + m);
+                tsqrt_against_cpu(*this, R, A, ib, worst, worst_res, at);
+            }
+}
+
+TYPED_TEST(QrCuda, TsqrtPanelsOfAWideTile) {
+    // n = 600 with small ib: several of the CUDA TSQRT's 256-column panels (the last one
+    // partial), each updating the columns on its right.
+    using T = TypeParam;
+    Worst worst("|gpu - cpu| / tol"), worst_res("||[R; A] - Q [R'; 0]|| / ((m + n) ||.|| eps) / 30");
+    const int n = 600;
+    for (int m : {40, 600})
+        for (int ib : {32, 48, 100, 600}) {
+            const std::string at = where(m, n, ib);
+            SCOPED_TRACE(at);
+            const HostMatrix<T> R = random_upper<T>(n, this->seed() + ib);
+            const HostMatrix<T> A = random_matrix<T>(m, n, m + 1, this->seed() + 3 * ib + m);
+            tsqrt_against_cpu(*this, R, A, ib, worst, worst_res, at);
+        }
+}
+
+TYPED_TEST(QrCuda, TsmqrMatchesCpu) {
+    using T = TypeParam;
+    Worst worst("|gpu - cpu| / tol");
+    for (int K : kSizes)
+        for (int m : {K, 2 * K + 3, std::max(1, K / 3)})
+            for (int ib : inner_blocks(K)) {
+                // TSQRT's factors, computed once on the CPU and given to both TSMQRs.
+                HostMatrix<T> R = random_upper<T>(K, this->seed() + K);
+                HostMatrix<T> V2 = random_matrix<T>(m, K, m, this->seed() + 2 * K + m), Tf = t_tile<T>(ib, K);
+                cpu::tsqrt<T>(ib, R.view(), V2.view(), Tf.view());
+                const DeviceMatrix<T> dV2(V2), dT(Tf);
+                for (int n : {5, K + 3})
+                    for (char trans : {'T', 'N'}) {
+                        const std::string at = where(m, K, ib, trans) + ", A.n = " + std::to_string(n);
+                        SCOPED_TRACE(at);
+                        // A1: only its first K rows are used; the two others are poisoned.
+                        HostMatrix<T> A1 = random_matrix<T>(K + 2, n, K + 3, this->seed() + 11 * K + n + trans);
+                        for (int j = 0; j < n; ++j) A1(K, j) = A1(K + 1, j) = nan<T>();
+                        const HostMatrix<T> A2 = random_matrix<T>(m, n, m + 1, this->seed() + 13 * K + m + n);
+                        HostMatrix<T> A1c = A1, A2c = A2;
+                        cpu::tsmqr<T>(trans, ib, A1c.view(), A2c.view(), V2.cview(), Tf.cview());
+
+                        DeviceMatrix<T> dA1(A1), dA2(A2);
+                        // The workspace the codelet asks for: the trailing tiles' shape.
+                        ASSERT_TRUE(cuda_ok(cuda::tsmqr<T>(this->context(std::max(A1.m, m), n, ib), trans, ib,
+                                                           dA1.view(), dA2.view(), dV2.cview(), dT.cview())));
+                        ASSERT_TRUE(this->sync());
+                        const double tol = tolerance<T>(K, std::max(finite_scale(A1c), finite_scale(A2c)));
+                        EXPECT_TRUE(same_storage(dA1.download(), A1c, tol, &worst, at)) << "A1";
+                        EXPECT_TRUE(same_storage(dA2.download(), A2c, tol, &worst, at)) << "A2";
+                    }
+                EXPECT_TRUE(same_storage(dV2.download(), V2, 0.0)) << "V2 must be read only";
+                EXPECT_TRUE(same_storage(dT.download(), Tf, 0.0)) << "T must be read only";
+            }
+}
+
+TYPED_TEST(QrCuda, NanInputGoesThroughWithoutCrashing) {
+    using T = TypeParam;
+    for (int K : {7, 64, 100})
+        for (int ib : {8, K}) {
+            SCOPED_TRACE(where(K, K, ib));
+            const int m = K + 5;
+            // GEQRT: a NaN column and a stray NaN.
+            HostMatrix<T> A = random_matrix<T>(m, K, m + 2, this->seed() + K);
+            for (int i = 0; i < m; ++i) A(i, K / 2) = nan<T>();
+            A(m - 1, 0) = nan<T>();
+            DeviceMatrix<T> dA(A), dT(t_tile<T>(ib, K));
+            ASSERT_TRUE(cuda_ok(cuda::geqrt<T>(this->context(m, K, ib), ib, dA.view(), dT.view())));
+            // UNMQR with those factors on a clean C.
+            DeviceMatrix<T> dC(random_matrix<T>(m, 9, m, this->seed() + 2 * K));
+            ASSERT_TRUE(cuda_ok(
+                cuda::unmqr<T>(this->context(m, 9, ib), 'L', 'T', ib, dA.cview(), dT.cview(), dC.view())));
+            // TSQRT: NaN in R's diagonal and in A; then TSMQR with its factors.
+            HostMatrix<T> R = random_upper<T>(K, this->seed() + 3 * K);
+            R(K / 3, K / 3) = nan<T>();
+            HostMatrix<T> B = random_matrix<T>(m, K, m, this->seed() + 4 * K);
+            B(0, K - 1) = nan<T>();
+            DeviceMatrix<T> dR(R), dB(B), dT2(t_tile<T>(ib, K));
+            ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(this->context(m, K, ib), ib, dR.view(), dB.view(), dT2.view())));
+            DeviceMatrix<T> dA1(random_matrix<T>(K, 6, K, this->seed() + 5 * K));
+            DeviceMatrix<T> dA2(random_matrix<T>(m, 6, m, this->seed() + 6 * K));
+            ASSERT_TRUE(cuda_ok(cuda::tsmqr<T>(this->context(m, 6, ib), 'T', ib, dA1.view(), dA2.view(), dB.cview(),
+                                               dT2.cview())));
+            ASSERT_TRUE(this->sync());
+            // The structure still holds: padding and R's strict lower triangle untouched.
+            EXPECT_EQ(non_nan_in_padding(dA.download()), 0);
+            EXPECT_EQ(non_nan_in_strict_triangle(dR.download(), 'L'), 0);
+            EXPECT_EQ(non_nan_in_padding(dB.download()), 0);
+        }
+}
+
+TYPED_TEST(QrCuda, EmptyTilesAreNoOps) {
+    using T = TypeParam;
+    // No workspace at all: an empty tile must not need one, nor touch anything.
+    const cuda::QrContext none{this->blas_, this->solver_, this->params_, this->stream_, nullptr, 0};
+    const HostMatrix<T> Tf = t_tile<T>(4, 4), R = random_upper<T>(4, this->seed());
+    DeviceMatrix<T> dT(Tf), dR(R);
+    for (const auto& [m, n] : {std::pair{0, 5}, std::pair{5, 0}, std::pair{0, 0}}) {
+        SCOPED_TRACE(where(m, n, 4));
+        const HostMatrix<T> A(m, n, std::max(m, 1));
+        DeviceMatrix<T> dA(A);
+        EXPECT_TRUE(cuda_ok(cuda::geqrt<T>(none, 4, dA.view(), dT.view())));
+        EXPECT_TRUE(cuda_ok(cuda::unmqr<T>(none, 'L', 'T', 4, dA.cview(), dT.cview(), dA.view())));
+        EXPECT_TRUE(cuda_ok(cuda::tsqrt<T>(none, 4, dR.view(), dA.view(), dT.view())));
+        EXPECT_TRUE(cuda_ok(cuda::tsmqr<T>(none, 'N', 4, dR.view(), dA.view(), dA.cview(), dT.cview())));
+    }
+    // TSQRT and TSMQR with a lower tile of no rows (LAPACK's tpqrt/tpmqrt return at once).
+    {
+        DeviceMatrix<T> dA(HostMatrix<T>(0, 4, 1)), dC(random_matrix<T>(4, 3, 4, this->seed() + 1));
+        const HostMatrix<T> C0 = dC.download();
+        DeviceMatrix<T> dC2(HostMatrix<T>(0, 3, 1));
+        EXPECT_TRUE(cuda_ok(cuda::tsqrt<T>(none, 4, dR.view(), dA.view(), dT.view())));
+        EXPECT_TRUE(cuda_ok(cuda::tsmqr<T>(none, 'T', 4, dC.view(), dC2.view(), dA.cview(), dT.cview())));
+        ASSERT_TRUE(this->sync());
+        EXPECT_TRUE(same_storage(dC.download(), C0, 0.0)) << "A1";
+    }
+    ASSERT_TRUE(this->sync());
+    EXPECT_TRUE(same_storage(dT.download(), Tf, 0.0)) << "T";
+    EXPECT_TRUE(same_storage(dR.download(), R, 0.0)) << "R";
+    // A non-empty tile without a workspace: reported, nothing written.
+    const HostMatrix<T> A = random_matrix<T>(6, 4, 6, this->seed() + 2);
+    DeviceMatrix<T> dA(A);
+    EXPECT_EQ(cuda::geqrt<T>(none, 4, dA.view(), dT.view()), cudaErrorInvalidValue);
+    EXPECT_EQ(cuda::tsqrt<T>(none, 4, dR.view(), dA.view(), dT.view()), cudaErrorInvalidValue);
+    ASSERT_TRUE(this->sync());
+    EXPECT_TRUE(same_storage(dA.download(), A, 0.0)) << "A";
+    EXPECT_TRUE(same_storage(dT.download(), Tf, 0.0)) << "T";
+}
+
+TYPED_TEST(QrCuda, WorkspaceOfExactlyTheReportedSizeIsEnough) {
+    using T = TypeParam;
+    const int nb = 96, ib = 32;
+    // Each kernel with exactly the workspace its codelet asks for, on the largest tiles of that
+    // shape, and on narrow edge tiles beside full-width factors (UNMQR's C and TSMQR's A1/A2 of
+    // 3 columns with K = 96 reflectors).
+    DeviceMatrix<T> D(random_matrix<T>(nb, nb, nb, this->seed()));
+    DeviceMatrix<T> Tg(t_tile<T>(ib, nb)), Tt(t_tile<T>(ib, nb));
+    ASSERT_TRUE(cuda_ok(cuda::geqrt<T>(this->context(nb, nb, ib), ib, D.view(), Tg.view())));
+    DeviceMatrix<T> C(random_matrix<T>(nb, nb, nb, this->seed() + 1));
+    ASSERT_TRUE(cuda_ok(cuda::unmqr<T>(this->context(nb, nb, ib), 'L', 'T', ib, D.cview(), Tg.cview(), C.view())));
+    DeviceMatrix<T> Cn(random_matrix<T>(nb, 3, nb, this->seed() + 2));
+    ASSERT_TRUE(cuda_ok(cuda::unmqr<T>(this->context(nb, 3, ib), 'L', 'N', ib, D.cview(), Tg.cview(), Cn.view())));
+    DeviceMatrix<T> A(random_matrix<T>(nb, nb, nb, this->seed() + 3));
+    ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(this->context(nb, nb, ib), ib, D.view(), A.view(), Tt.view())));
+    DeviceMatrix<T> A2(random_matrix<T>(nb, nb, nb, this->seed() + 4));
+    ASSERT_TRUE(cuda_ok(cuda::tsmqr<T>(this->context(nb, nb, ib), 'T', ib, C.view(), A2.view(), A.cview(), Tt.cview())));
+    DeviceMatrix<T> B1(random_matrix<T>(nb, 3, nb, this->seed() + 5)), B2(random_matrix<T>(7, 3, 7, this->seed() + 6));
+    DeviceMatrix<T> V2(random_matrix<T>(7, nb, 7, this->seed() + 7)), T2(t_tile<T>(ib, nb));
+    DeviceMatrix<T> R2(random_upper<T>(nb, this->seed() + 8));
+    ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(this->context(R2.m, nb, ib), ib, R2.view(), V2.view(), T2.view())));
+    ASSERT_TRUE(cuda_ok(cuda::tsmqr<T>(this->context(nb, 3, ib), 'N', ib, B1.view(), B2.view(), V2.cview(), T2.cview())));
+    ASSERT_TRUE(this->sync());
+    EXPECT_EQ(non_finite(C.download()), 0);
+    EXPECT_EQ(non_finite(Cn.download()), 0);
+    EXPECT_EQ(non_finite(A2.download()), 0);
+    EXPECT_EQ(non_finite(B1.download()), 0);
+}
+
+TYPED_TEST(QrCuda, TileQrOnA3x3GridMatchesCpu) {
+    using T = TypeParam;
+    const int ib = 16;
+    // nb not a multiple of ib (a short last inner block); the last tile row and column are
+    // narrower, so the last diagonal tile is not square.
+    const std::vector<int> rows = {40, 40, 25}, cols = {40, 40, 30};
+    const int nt = 3;
+    auto at = [&](int i, int j) { return i * nt + j; };
+    std::vector<HostMatrix<T>> A, Tg, Tt;
+    for (int i = 0; i < nt; ++i)
+        for (int j = 0; j < nt; ++j) {
+            A.push_back(random_matrix<T>(rows[i], cols[j], rows[i] + 1, this->seed() + at(i, j)));
+            Tt.push_back(t_tile<T>(ib, cols[j]));
+        }
+    for (int k = 0; k < nt; ++k) Tg.push_back(t_tile<T>(ib, std::min(rows[k], cols[k])));
+
+    // CPU.
+    std::vector<HostMatrix<T>> Ac = A, Tgc = Tg, Ttc = Tt;
+    for (int k = 0; k < nt; ++k) {
+        cpu::geqrt<T>(ib, Ac[at(k, k)].view(), Tgc[k].view());
+        for (int j = k + 1; j < nt; ++j)
+            cpu::unmqr<T>('L', 'T', ib, Ac[at(k, k)].cview(), Tgc[k].cview(), Ac[at(k, j)].view());
+        for (int i = k + 1; i < nt; ++i) {
+            cpu::tsqrt<T>(ib, Ac[at(k, k)].view(), Ac[at(i, k)].view(), Ttc[at(i, k)].view());
+            for (int j = k + 1; j < nt; ++j)
+                cpu::tsmqr<T>('T', ib, Ac[at(k, j)].view(), Ac[at(i, j)].view(), Ac[at(i, k)].cview(),
+                              Ttc[at(i, k)].cview());
+        }
+    }
+
+    // CUDA, same order on one stream, one workspace for the largest tile.
+    std::vector<DeviceMatrix<T>> dA, dTg, dTt;
+    for (int t = 0; t < nt * nt; ++t) {
+        dA.emplace_back(A[t]);
+        dTt.emplace_back(Tt[t]);
+    }
+    for (int k = 0; k < nt; ++k) dTg.emplace_back(Tg[k]);
+    const cuda::QrContext ctx = this->context(40, 40, ib);
+    for (int k = 0; k < nt; ++k) {
+        const int kk = at(k, k);
+        ASSERT_TRUE(cuda_ok(cuda::geqrt<T>(ctx, ib, dA[kk].view(), dTg[k].view())));
+        for (int j = k + 1; j < nt; ++j)
+            ASSERT_TRUE(cuda_ok(cuda::unmqr<T>(ctx, 'L', 'T', ib, dA[kk].cview(), dTg[k].cview(), dA[at(k, j)].view())));
+        for (int i = k + 1; i < nt; ++i) {
+            const int ik = at(i, k);
+            ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(ctx, ib, dA[kk].view(), dA[ik].view(), dTt[ik].view())));
+            for (int j = k + 1; j < nt; ++j)
+                ASSERT_TRUE(cuda_ok(cuda::tsmqr<T>(ctx, 'T', ib, dA[at(k, j)].view(), dA[at(i, j)].view(),
+                                                   dA[ik].cview(), dTt[ik].cview())));
+        }
+    }
+    ASSERT_TRUE(this->sync());
+
+    Worst worst("|gpu - cpu| / tol");
+    double scale = 1.0;
+    for (const HostMatrix<T>& t : Ac) scale = std::max(scale, finite_scale(t));
+    const double tol = tolerance<T>(105, scale), ttol = tolerance<T>(105, 2.0);
+    for (int i = 0; i < nt; ++i)
+        for (int j = 0; j < nt; ++j) {
+            const std::string tile = "tile (" + std::to_string(i) + ", " + std::to_string(j) + ")";
+            SCOPED_TRACE(tile);
+            const int t = at(i, j);
+            EXPECT_TRUE(same_storage(dA[t].download(), Ac[t], tol, &worst, tile)) << "A";
+            if (i > j) {
+                const double t_tol = std::max(ttol, tolerance<T>(105, finite_scale(Ttc[t])));
+                EXPECT_TRUE(same_storage(dTt[t].download(), Ttc[t], t_tol, &worst, tile)) << "TSQRT's T";
+            }
+            if (i == j) {
+                const double t_tol = std::max(ttol, tolerance<T>(105, finite_scale(Tgc[i])));
+                EXPECT_TRUE(same_storage(dTg[i].download(), Tgc[i], t_tol, &worst, tile)) << "GEQRT's T";
+            }
+        }
+}
+
+}  // namespace
+}  // namespace starfact::test
