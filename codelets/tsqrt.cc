@@ -30,7 +30,7 @@ void tsqrt_cuda(void* buffers[], void* cl_arg) noexcept {
     const TileView<T> R = detail::tile<T>(buffers[0]);
     const TileView<T> A = detail::tile<T>(buffers[1]);
     const cuda::PriorityScope panel;  // the TSQRTs of a panel form the critical path
-    const cuda::QrContext ctx = detail::qr_context<T>(std::max(R.m, A.m), A.n, a.ib, panel.stream());
+    const cuda::QrContext ctx = detail::qr_context<T>(A.m, A.n, a.ib, panel.stream());
     if (ctx.work == nullptr && ctx.work_bytes > 0) return record_kernel_error("tsqrt workspace", 0);
     const cudaError_t e = cuda::tsqrt(ctx, a.ib, R, A, detail::tile<T>(buffers[2]));
     if (e != cudaSuccess) record_kernel_error("cuda tsqrt", e);
