@@ -13,6 +13,7 @@ using Run = std::function<int()>;
 void add_info_command(CLI::App& app, Run& run);
 void add_cholesky_commands(CLI::App& app, Run& run);
 void add_lu_commands(CLI::App& app, Run& run);
+void add_accuracy_command(CLI::App& app, Run& run);
 void add_qr_commands(CLI::App& app, Run& run);
 
 }  // namespace starfact::cli

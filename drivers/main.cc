@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     cli::add_info_command(app, run);
     cli::add_cholesky_commands(app, run);
     cli::add_lu_commands(app, run);
+    cli::add_accuracy_command(app, run);
     cli::add_qr_commands(app, run);
     try {
         app.parse(argc, argv);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -401,6 +402,129 @@ TEST_F(Cli, QrUsageErrorsExitTwoNamingTheOption) {
         EXPECT_EQ(r.out, "") << "output was printed: something started";
         EXPECT_TRUE(r.home_empty) << "StarPU wrote into STARPU_HOME: the runtime was started";
     }
+}
+
+
+// The accuracy study: a small sweep writes one CSV row per (order, tiles, precision, kind) with
+// every column filled; t = 1 is LAPACK's partial pivoting (ratio 1, the same swaps and growth).
+std::vector<std::string> split(const std::string& line, char sep) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream in(line);
+    while (std::getline(in, cell, sep)) cells.push_back(cell);
+    if (!line.empty() && line.back() == sep) cells.emplace_back();
+    return cells;
+}
+
+TEST_F(Cli, AccuracySmallSweepCsvHasEveryColumnForEveryPoint) {
+    TempDir dir("starfact-acc-");
+    const std::string csv = dir.path() + "/acc.csv";
+    const CliResult r =
+        run_cli({"accuracy", "--orders", "64,101", "--tiles", "1,3,8", "--prec", "d,s", "--kind",
+                 "uniform,antitriangular", "--refine", "2", "--csv", csv, "--seed", std::to_string(seed() | 1)},
+                {}, std::chrono::seconds(240));
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    EXPECT_FALSE(fs::exists(csv + ".partial")) << "the partial file is renamed into place";
+    std::istringstream lines(slurp(csv));
+    std::string line;
+    std::vector<std::string> columns;
+    int rows = 0;
+    std::map<std::string, int> points;
+    while (std::getline(lines, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        if (columns.empty()) {
+            columns = split(line, ',');
+            continue;
+        }
+        const std::vector<std::string> cells = split(line, ',');
+        ASSERT_EQ(cells.size(), columns.size()) << line;
+        std::map<std::string, std::string> row;
+        for (std::size_t c = 0; c < cells.size(); ++c) {
+            EXPECT_FALSE(cells[c].empty() || cells[c] == "-") << "column " << columns[c] << " empty in " << line;
+            row[columns[c]] = cells[c];
+        }
+        ++rows;
+        ++points[row["N"] + "/" + row["t"] + "/" + row["prec"] + "/" + row["kind"]];
+        EXPECT_EQ(row["status"], "ok") << line;
+        EXPECT_EQ(row["refine_steps"], "2");
+        EXPECT_EQ(split(row["berr_history"], ';').size(), 3u) << "one backward error per step, and the start";
+        EXPECT_GT(std::stod(row["backward_error"]), 0.0);
+        EXPECT_GE(std::stod(row["growth"]), 1.0 - 1e-6);
+        EXPECT_GE(std::stod(row["swaps"]), 0);
+        if (row["t"] == "1") {
+            EXPECT_EQ(row["nb"], row["N"]);
+            EXPECT_EQ(std::stod(row["ratio"]), 1.0) << line;
+            EXPECT_EQ(std::stod(row["ratio_exact"]), 1.0) << line;
+            EXPECT_EQ(row["swaps"], row["swaps_pp"]) << line;
+            EXPECT_EQ(row["growth"], row["growth_pp"]) << line;
+        }
+        if (row["kind"] == "antitriangular") {
+            EXPECT_EQ(std::stod(row["growth_pp"]), 1.0) << "partial pivoting does no arithmetic on it";
+        }
+    }
+    for (const char* name :
+         {"N", "t", "nb", "prec", "kind", "ratio", "backward_error", "growth", "growth_pp", "swaps", "swaps_pp",
+          "refine_steps", "ratio_after_refine", "backward_error_after_refine", "refine_time_s"})
+        EXPECT_NE(std::find(columns.begin(), columns.end(), name), columns.end()) << "no column " << name;
+    EXPECT_EQ(rows, 2 * 3 * 2 * 2) << "one row per (order, tiles, precision, kind)";
+    EXPECT_EQ(points.size(), 24u);
+    EXPECT_EQ(points.count("101/3/s/uniform"), 1u) << "t = 3 tiles of 34 rows for N = 101";
+    EXPECT_NE(r.out.find("ratio"), std::string::npos) << "the table goes to the terminal";
+}
+
+TEST_F(Cli, AccuracyJsonLinesCarryEveryColumn) {
+    const CliResult r = run_cli({"accuracy", "--orders", "40", "--tiles", "1,4", "--kind", "illcond,normal", "--refine",
+                                 "1", "--format", "json", "--seed", std::to_string(seed() | 1)});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    std::istringstream lines(r.out);
+    std::string line;
+    int results = 0;
+    while (std::getline(lines, line)) {
+        const auto j = nlohmann::json::parse(line);
+        if (j["record"] != "result") continue;
+        ++results;
+        for (const char* key : {"N", "t", "nb", "ib", "prec", "kind", "matrix", "seed", "ratio", "residual",
+                                "residual_pp", "backward_error", "backward_error_pp", "ratio_exact", "residual_exact",
+                                "residual_exact_pp", "backward_error_exact", "backward_error_exact_pp", "growth",
+                                "growth_pp", "swaps",
+                                "swaps_pp", "factor_time_s", "solve_time_s", "refine_steps", "ratio_after_refine",
+                                "backward_error_after_refine", "refine_time_s", "ratio_after_refine_x",
+                                "backward_error_after_refine_x", "refine_time_x_s", "berr_history", "berr_history_x",
+                                "info", "status"})
+            EXPECT_TRUE(j.contains(key) && !j[key].is_null()) << "missing '" << key << "' in " << line;
+        EXPECT_EQ(j.value("status", ""), "ok") << line;
+    }
+    EXPECT_EQ(results, 4) << describe(r);
+}
+
+TEST_F(Cli, AccuracyUsageErrorsExitTwoWithNothingStarted) {
+    TempDir dir("starfact-acc-");
+    const std::vector<UsageCase> cases = {
+        {{"accuracy", "--orders", "0"}, {"--orders", "0"}},
+        {{"accuracy", "--orders", "64,abc"}, {"--orders", "abc"}},
+        {{"accuracy", "--tiles", "0"}, {"--tiles", "0"}},
+        {{"accuracy", "--tiles", "5000"}, {"--tiles", "5000"}},
+        {{"accuracy", "--prec", "q"}, {"--prec", "q"}},
+        {{"accuracy", "--kind", "hilbert"}, {"--kind", "hilbert"}},
+        {{"accuracy", "--refine", "-1"}, {"--refine", "-1"}},
+        {{"accuracy", "--matrices", "0"}, {"--matrices", "0"}},
+        {{"accuracy", "--orders", "100000"}, {"--orders", "100000"}},
+        {{"accuracy", "--orders", "64", "--csv", dir.path() + "/missing/acc.csv"}, {"--csv", "missing/acc.csv"}},
+    };
+    for (const UsageCase& c : cases) {
+        std::string cmdline;
+        for (const auto& a : c.args) cmdline += " " + a;
+        SCOPED_TRACE("starfact" + cmdline);
+        const CliResult r = run_cli(c.args);
+        EXPECT_TRUE(r.exited) << describe(r);
+        EXPECT_EQ(r.code, 2) << describe(r);
+        for (const std::string& word : c.named)
+            EXPECT_NE(r.err.find(word), std::string::npos) << "the message does not name '" << word << "'\n"
+                                                           << describe(r);
+        EXPECT_EQ(r.out, "") << "output was printed: something started";
+        EXPECT_TRUE(r.home_empty) << "StarPU wrote into STARPU_HOME: the runtime was started";
+    }
+    EXPECT_TRUE(fs::is_empty(dir.path())) << "no output file is left behind";
 }
 
 }  // namespace

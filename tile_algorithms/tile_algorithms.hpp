@@ -1,6 +1,7 @@
 // The tile_algorithms layer's public header.
 #pragma once
 
+#include "tile_algorithms/accuracy.hpp"
 #include "tile_algorithms/cholesky.hpp"
 #include "tile_algorithms/lu.hpp"
 #include "tile_algorithms/qr.hpp"
