@@ -119,6 +119,36 @@ int main(int argc, char** argv) {
                   {"nb", nb},
                   {"time_s", t},
                   {"tflops", 5.0 / 3.0 * n3 / t / 1e12}});
+            {
+                // cuSOLVER's second getrf algorithm on the same panel.
+                cusolverDnParams_t p1;
+                bench::check(cusolverDnCreateParams(&p1), "cusolverDnCreateParams");
+                bench::check(cusolverDnSetAdvOptions(p1, CUSOLVERDN_GETRF, CUSOLVER_ALG_1), "SetAdvOptions");
+                std::size_t dws1 = 0, hws1 = 0;
+                bench::check(
+                    cusolverDnXgetrf_bufferSize(solver, p1, rows, nb, CUDA_R_64F, P, rows, CUDA_R_64F, &dws1, &hws1),
+                    "bufferSize");
+                void* w1 = nullptr;
+                bench::check(cudaMalloc(&w1, std::max<std::size_t>(dws1, 1)), "cudaMalloc");
+                const double t1 = bench::time_on_device(
+                    reps,
+                    [&] {
+                        bench::check(cudaMemcpy(P, hp.data(), sizeof(double) * hp.size(), cudaMemcpyHostToDevice),
+                                     "cpy");
+                    },
+                    [&] {
+                        bench::check(cusolverDnXgetrf(solver, p1, rows, nb, CUDA_R_64F, P, rows, piv64, CUDA_R_64F, w1,
+                                                      dws1, nullptr, 0, dinfo),
+                                     "getrf");
+                    });
+                emit({{"record", "kernel"},
+                      {"kernel", "cusolver_getrf_2nb_x_nb_alg1"},
+                      {"nb", nb},
+                      {"time_s", t1},
+                      {"tflops", 5.0 / 3.0 * n3 / t1 / 1e12}});
+                cudaFree(w1);
+                cusolverDnDestroyParams(p1);
+            }
             cudaFree(w);
             cudaFree(piv64);
             cudaFree(P);

@@ -5,6 +5,8 @@
 #include <starpu_cublas_v2.h>
 
 #include <array>
+#include <cstdlib>
+#include <string>
 
 #include "common/kernel_error.hpp"
 
@@ -30,6 +32,9 @@ void init_one(void*) {
     }
     cusolverDnSetStream(s.solver, starpu_cuda_get_local_stream());
     if (cusolverDnCreateParams(&s.params) != CUSOLVER_STATUS_SUCCESS) record_kernel_error("cusolverDnCreateParams", 0);
+    // STARFACT_CUSOLVER_GETRF_ALG=1 selects cuSOLVER's second getrf algorithm (for measurements).
+    if (const char* alg = std::getenv("STARFACT_CUSOLVER_GETRF_ALG"); alg != nullptr && std::string(alg) == "1")
+        cusolverDnSetAdvOptions(s.params, CUSOLVERDN_GETRF, CUSOLVER_ALG_1);
     int least = 0, greatest = 0;
     if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess ||
         cudaStreamCreateWithPriority(&s.priority_stream, cudaStreamNonBlocking, greatest) != cudaSuccess ||

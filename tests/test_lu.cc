@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -220,9 +222,9 @@ TYPED_TEST(Lu, EverySchedulePinsAndReordersWithoutChangingTheResult) {
     EXPECT_THROW(parse_lu_schedule("static-xx"), ArgumentError);
 }
 
-// On CPU workers the variant only adds the inverses: the kernels that use L1 still solve with it,
-// so the factors and the solution are bitwise those of the plain algorithm.
-TYPED_TEST(Lu, TrtriVariantOnCpuChangesNothingButStorage) {
+// On CPU workers the variant changes only how GESSM applies L^{-1} (a triangular product with
+// the stored inverse instead of a solve): the factors agree up to rounding and solve as well.
+TYPED_TEST(Lu, TrtriVariantOnCpuGivesTheSameFactorsUpToRounding) {
     using T = TypeParam;
     codelets::ScopedImpl cpu(codelets::Impl::Cpu);
     for (auto [m, n, nb, ib] : {std::tuple{40, 40, 8, 3}, {53, 37, 9, 4}, {30, 30, 30, 30}}) {
@@ -238,7 +240,12 @@ TYPED_TEST(Lu, TrtriVariantOnCpuChangesNothingButStorage) {
             factors.emplace_back(m, n, m);
             tA.to_lapack(factors.back().ptr(), m);
         }
-        EXPECT_EQ(std::memcmp(factors[0].ptr(), factors[1].ptr(), sizeof(T) * factors[0].data.size()), 0);
+        double diff = 0, scale = 0;
+        for (std::size_t e = 0; e < factors[0].data.size(); ++e) {
+            diff = std::max(diff, std::abs(static_cast<double>(factors[0].data[e]) - factors[1].data[e]));
+            scale = std::max(scale, std::abs(static_cast<double>(factors[0].data[e])));
+        }
+        EXPECT_LE(diff, 1000.0 * n * std::numeric_limits<T>::epsilon() * scale) << "factors differ beyond rounding";
         if (m == n) {
             const auto B = random_matrix<T>(n, 2, n, this->seed() + 3);
             int info = -1;
