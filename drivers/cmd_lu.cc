@@ -25,9 +25,15 @@ const std::vector<std::string> kColumns = {"op", "prec", "m", "n", "nb", "ib", "
                                            "residual", "residual_lapack", "growth", "growth_pp", "info", "status"};
 
 /// The inner block when the user gave 0. On GPUs wide blocks win (TSTRF's panel goes to cuSOLVER
-/// and SSSSM's GEMMs get a large k; measured best at nb/2 for nb = 2048 on the H100); on CPU
-/// cores narrow blocks keep SSSSM's extra triangular work small.
-int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::max(1, nb / 2) : std::min(nb, 32); }
+/// and SSSSM's GEMMs get a large k; with the trtri variant 512 measured best or within 4% of the
+/// best for nb = 2048-8192 on the H100, docs/performance.md); on CPU cores narrow blocks keep
+/// SSSSM's extra triangular work small.
+int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::min(nb, 512) : std::min(nb, 32); }
+
+/// LU's tile size when the user gave 0: larger than the other factorizations' on GPUs, since each
+/// tile costs a TSTRF whose cuSOLVER panel is latency-bound (nb = 4096: 0.72 of cuSOLVER at
+/// n = 32768, nb = 2048: 0.64).
+int default_lu_nb(const Runtime& rt) { return rt.ncuda() > 0 ? 4096 : default_nb(rt); }
 
 template <class T>
 int run_lu(Op op, const FactorOptions& o) {
@@ -36,7 +42,7 @@ int run_lu(Op op, const FactorOptions& o) {
     const int m = op == Op::Gesv || o.m < 0 ? n : o.m;
     const int nrhs = op == Op::Gesv ? o.nrhs : (m == n ? 1 : 0);
     Runtime rt;
-    const int nb = o.nb > 0 ? o.nb : default_nb(rt);
+    const int nb = o.nb > 0 ? o.nb : default_lu_nb(rt);
     const int ib = o.ib > 0 ? std::min(o.ib, nb) : default_ib(nb, rt.ncuda());
     Reporter out(parse_format(o.format), kColumns);
     nlohmann::ordered_json config = runtime_config(rt);
@@ -133,7 +139,7 @@ void add_command(CLI::App& app, Run& run, Op op) {
         cmd->add_option("-m", opts->m, "Rows (default: n); m >= n")->check(non_negative);
     else
         cmd->add_option("--nrhs", opts->nrhs, "Number of right-hand sides")->check(non_negative)->capture_default_str();
-    cmd->add_option("--ib", opts->ib, "Inner block of the kernels; 0 picks nb/2 with a GPU, min(nb, 32) without")
+    cmd->add_option("--ib", opts->ib, "Inner block of the kernels; 0 picks min(nb, 512) with a GPU, min(nb, 32) without")
         ->check(non_negative)
         ->capture_default_str();
     cmd->add_option("--schedule", opts->schedule,
@@ -143,8 +149,9 @@ void add_command(CLI::App& app, Run& run, Op op) {
         ->check(CLI::IsMember({"dynamic", "static-rl", "static-ll", "static-bfll"}))
         ->capture_default_str();
     cmd->add_option("--trtri", opts->trtri,
-                    "The paper's trtri + gemm variant: TSTRF also stores the inverses of its L1 blocks and the\n"
-                    "GPU kernels multiply by them instead of solving (auto: on when there is a CUDA worker)")
+                    "The paper's trtri + gemm variant: TSTRF also stores the inverses of its L1 blocks, GESSM\n"
+                    "reads an inverted copy of the diagonal L, and the kernels multiply instead of solving\n"
+                    "(auto: on when there is a CUDA worker)")
         ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
     cmd->footer(
@@ -152,6 +159,8 @@ void add_command(CLI::App& app, Run& run, Op op) {
         "for getrf), printed next to LAPACK's getrf+getrs on the same system (residual_lapack), with the growth\n"
         "factor max|U|/max|A| of tile LU and of partial pivoting (growth_pp). For m > n getrf checks\n"
         "||L~^{-1} P~ A - [U; 0]||_1 / (n ||A||_1 eps) instead.\n"
+        "With a GPU, --nb 0 picks 4096 for LU (each tile costs a latency-bound TSTRF panel) and --ib 0 picks\n"
+        "512; STARPU_NWORKER_PER_CUDA=6 measured about 5% faster than the default 4 streams for LU.\n"
         "Example: starfact gesv -n 8192 --nb 1024 --ib 32 --nrhs 16 --check");
     cmd->callback([&run, opts, op] {
         run = [opts, op]() -> int {

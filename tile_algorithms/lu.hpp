@@ -18,9 +18,11 @@ class LuFactors {
 public:
     /// Factors for an m x n TileMatrix (m >= n) with tile size nb and inner block ib >= 1.
     /// trtri: the paper's trtri + gemm variant: every TSTRF also stores the inverses of its
-    /// unit lower L1 blocks (L tiles of 2 ib x nb), and the CUDA kernels apply L1^{-1} by GEMM
-    /// instead of a triangular solve (faster on GPUs; the CPU kernels keep their solves). The
-    /// factorization is the same up to rounding.
+    /// unit lower L1 blocks (L tiles of 2 ib x nb), the diagonal tile's copy for GESSM holds
+    /// L^{-1}, and the kernels apply these by products instead of triangular solves (GEMMs on
+    /// GPUs, several times faster than cuBLAS's trsm there; the CPU SSSSM keeps its solve). The
+    /// factorization is the same up to rounding; with very large tiles (nb = 8192) the inverted
+    /// diagonal L costs about one digit of backward error (docs/performance.md).
     LuFactors(const TileMatrix<T>& A, int ib, bool trtri = false);
     ~LuFactors();
     LuFactors(const LuFactors&) = delete;
