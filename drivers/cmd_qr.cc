@@ -29,9 +29,12 @@ enum class Op { Geqrf, Gels };
 const std::vector<std::string> kColumns = {"op", "prec", "m", "n", "nrhs", "nb", "ib", "iter", "time_s", "gflops",
                                            "residual", "orthogonality", "residual_lapack", "info", "status"};
 
-/// The inner block when the user gave 0: LU's rule (nb/2 with a GPU, min(nb, 32) on CPU cores
-/// only), not yet tuned for QR.
-int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::max(1, nb / 2) : std::min(nb, 32); }
+/// The inner block when the user gave 0: 256 with a GPU (best or within 2% of the best at
+/// nb = 2048-4096 on the H100, docs/performance.md), min(nb, 32) on CPU cores only.
+int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::min(nb, 256) : std::min(nb, 32); }
+
+/// QR's tile size when the user gave 0: 4096 with a GPU (best at n = 8192-32768 on the H100).
+int default_qr_nb(const Runtime& rt) { return rt.ncuda() > 0 ? 4096 : default_nb(rt); }
 
 // The checks run multi-threaded OpenBLAS between factorizations (CPU workers use one thread).
 class AllThreads {
@@ -125,7 +128,7 @@ int run_qr(Op op, const FactorOptions& o) {
     const int m = o.m < 0 ? n : o.m;
     const int nrhs = op == Op::Gels ? o.nrhs : 0;
     Runtime rt;
-    const int nb = o.nb > 0 ? o.nb : default_nb(rt);
+    const int nb = o.nb > 0 ? o.nb : default_qr_nb(rt);
     const int ib = o.ib > 0 ? std::min(o.ib, nb) : default_ib(nb, rt.ncuda());
     Reporter out(parse_format(o.format), kColumns);
     nlohmann::ordered_json config = runtime_config(rt);
@@ -216,7 +219,8 @@ void add_command(CLI::App& app, Run& run, Op op) {
     cmd->add_option("-m", opts->m, "Rows (default: n); m >= n")->check(non_negative);
     if (op == Op::Gels)
         cmd->add_option("--nrhs", opts->nrhs, "Number of right-hand sides")->check(non_negative)->capture_default_str();
-    cmd->add_option("--ib", opts->ib, "Inner block of the kernels; 0 picks nb/2 with a GPU, min(nb, 32) without")
+    cmd->add_option("--ib", opts->ib,
+                    "Inner block of the kernels; 0 picks 256 with a GPU (and nb 0 picks 4096), min(nb, 32) without")
         ->check(non_negative)
         ->capture_default_str();
     cmd->footer(op == Op::Geqrf
