@@ -23,8 +23,23 @@ enum class Op { Potrf, Posv };
 const std::vector<std::string> kColumns = {"op", "prec", "uplo", "n", "nrhs", "nb", "iter", "time_s", "gflops",
                                            "residual", "info", "status"};
 
+/// A file's matrix as Cholesky sees it: only the `uplo` triangle is read, so it is mirrored
+/// into the other one, and the check compares with the matrix that was factored.
 template <class T>
-int run_cholesky(Op op, const FactorOptions& o) {
+void mirror_triangle(char uplo, int n, T* A, int lda) {
+    for (int j = 0; j < n; ++j)
+        for (int i = j + 1; i < n; ++i) {
+            T& lower = A[i + static_cast<std::size_t>(j) * lda];
+            T& upper = A[j + static_cast<std::size_t>(i) * lda];
+            if (uplo == 'L')
+                upper = lower;
+            else
+                lower = upper;
+        }
+}
+
+template <class T>
+int run_cholesky(Op op, const FactorOptions& o, const FileInputs<T>& in) {
     const char uplo = o.uplo[0];
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     Runtime rt;
@@ -36,14 +51,23 @@ int run_cholesky(Op op, const FactorOptions& o) {
     config["n"] = o.n;
     config["nb"] = nb;
     config["seed"] = seed;
+    add_file_config(config, o);
     out.header(config);
 
     const int n = o.n;
     const int nrhs = op == Op::Posv ? o.nrhs : 0;
     const std::size_t nn = static_cast<std::size_t>(n) * n;
     std::vector<T> A(nn), B(static_cast<std::size_t>(n) * nrhs);
-    matgen::spd(n, seed, A.data(), std::max(1, n));
-    matgen::uniform(n, nrhs, seed + 1, B.data(), std::max(1, n));
+    if (in.has_a()) {
+        A = in.A;
+        mirror_triangle(uplo, n, A.data(), std::max(1, n));
+    } else {
+        matgen::spd(n, seed, A.data(), std::max(1, n));
+    }
+    if (in.has_b())
+        B = in.B;
+    else
+        matgen::uniform(n, nrhs, seed + 1, B.data(), std::max(1, n));
     // Cholesky: n^3/3 (+ lower-order terms); the solve adds 2 n^2 nrhs.
     const double flops = double(n) * n * n / 3.0 + double(n) * n / 2.0 + double(n) / 6.0 + 2.0 * n * n * double(nrhs);
 
@@ -63,6 +87,11 @@ int run_cholesky(Op op, const FactorOptions& o) {
                             {"sched", rt.scheduler()}, {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()}, {"m", n},
                             {"seed", seed}, {"info", info}, {"residual", nullptr}};
         bool ok = info == 0;  // the matrices are SPD: a nonzero info is a failure
+        if (op == Op::Posv && it == o.niter && info == 0 && !o.x_file.empty()) {
+            std::vector<T> X(B.size());
+            tB.to_lapack(X.data(), std::max(1, n));
+            write_solution(o, n, nrhs, X.data(), std::max(1, n));
+        }
         if (o.check && it == o.niter && info == 0) {
             double res;
             if (op == Op::Potrf) {
@@ -92,6 +121,16 @@ int run_cholesky(Op op, const FactorOptions& o) {
     return failed;
 }
 
+/// The usage checks that need the files' shapes, then the run.
+template <class T>
+int start_cholesky(Op op, FactorOptions& o) {
+    const FileInputs<T> in = load_file_inputs<T>(o, Shape::Square, op == Op::Posv ? FileUse::Solve : FileUse::Matrix);
+    const int copies = o.check ? 5 : 2;
+    check_problem_size("-n", o.n, o.n, o.prec == "s" ? 4 : 8, copies);
+    if (op == Op::Posv) check_problem_size("--nrhs", o.n, o.nrhs, o.prec == "s" ? 4 : 8, 2);
+    return run_cholesky<T>(op, o, in);
+}
+
 void add_command(CLI::App& app, Run& run, Op op) {
     auto opts = std::make_shared<FactorOptions>();
     CLI::App* cmd = op == Op::Potrf
@@ -105,18 +144,18 @@ void add_command(CLI::App& app, Run& run, Op op) {
         cmd->add_option("--nrhs", opts->nrhs, "Number of right-hand sides")
             ->check(CLI::Range(0, std::numeric_limits<int>::max()))
             ->capture_default_str();
+    add_file_options(*cmd, *opts, op == Op::Posv ? FileUse::Solve : FileUse::Matrix);
     cmd->footer(op == Op::Potrf
                     ? "The check is ||A - L L^T||_1 / (n ||A||_1 eps) < 30. StarPU's environment variables\n"
                       "(STARPU_SCHED, STARPU_NCPU, STARPU_NCUDA, STARPU_CALIBRATE, ...) are honoured.\n"
                       "Example: starfact potrf -n 8192 --nb 512 --check --niter 3"
                     : "The check is the backward error ||B - A X||_inf / ((||A|| ||X|| + ||B||) n eps) < 30.\n"
-                      "Example: starfact posv -n 8192 --nrhs 16 --check");
-    cmd->callback([&run, opts, op] {
+                      "Example: starfact posv -n 8192 --nrhs 16 --check\n"
+                      "With files (only the --uplo triangle of A is read): starfact posv --A A.npy --B B.npy --X X.npy");
+    cmd->callback([&run, opts, op, cmd] {
+        note_given_options(*cmd, *opts);
         run = [opts, op]() -> int {
-            const int copies = opts->check ? 5 : 2;
-            check_problem_size("-n", opts->n, opts->n, opts->prec == "s" ? 4 : 8, copies);
-            if (op == Op::Posv) check_problem_size("--nrhs", opts->n, opts->nrhs, opts->prec == "s" ? 4 : 8, 2);
-            return opts->prec == "s" ? run_cholesky<float>(op, *opts) : run_cholesky<double>(op, *opts);
+            return opts->prec == "s" ? start_cholesky<float>(op, *opts) : start_cholesky<double>(op, *opts);
         };
     });
 }

@@ -36,7 +36,7 @@ int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::min(nb, 512) : std::
 int default_lu_nb(const Runtime& rt) { return rt.ncuda() > 0 ? 4096 : default_nb(rt); }
 
 template <class T>
-int run_lu(Op op, const FactorOptions& o) {
+int run_lu(Op op, const FactorOptions& o, const FileInputs<T>& in) {
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     const int n = o.n;
     const int m = op == Op::Gesv || o.m < 0 ? n : o.m;
@@ -56,13 +56,20 @@ int run_lu(Op op, const FactorOptions& o) {
     const bool trtri = o.trtri == "on" || (o.trtri == "auto" && rt.ncuda() > 0);
     config["trtri"] = trtri;
     config["seed"] = seed;
+    add_file_config(config, o);
     const LuSchedule schedule = parse_lu_schedule(o.schedule);
     out.header(config);
 
     const int lda = std::max(1, m);
     std::vector<T> A(static_cast<std::size_t>(lda) * n), B(static_cast<std::size_t>(lda) * nrhs);
-    matgen::uniform(m, n, seed, A.data(), lda);
-    matgen::uniform(m, nrhs, seed + 1, B.data(), lda);
+    if (in.has_a())
+        A = in.A;
+    else
+        matgen::uniform(m, n, seed, A.data(), lda);
+    if (in.has_b())
+        B = in.B;
+    else
+        matgen::uniform(m, nrhs, seed + 1, B.data(), lda);
     const double dm = m, dn = n;
     double flops = dm * dn * dn - dn * dn * dn / 3.0;
     if (op == Op::Gesv) flops += 2.0 * dn * dn * nrhs;
@@ -88,6 +95,11 @@ int run_lu(Op op, const FactorOptions& o) {
                                     {"growth_pp", nullptr}};
         // A random uniform matrix is nonsingular with probability one: a nonzero info fails.
         bool ok = info == 0;
+        if (op == Op::Gesv && it == o.niter && info == 0 && !o.x_file.empty()) {
+            std::vector<T> X(B.size());
+            tB.to_lapack(X.data(), lda);
+            write_solution(o, n, nrhs, X.data(), lda);
+        }
         if (o.check && it == o.niter && info == 0) {
             std::vector<T> Fa(A.size());
             tA.to_lapack(Fa.data(), lda);
@@ -127,6 +139,21 @@ int run_lu(Op op, const FactorOptions& o) {
     return failed;
 }
 
+/// The usage checks that need the files' shapes, then the run.
+template <class T>
+int start_lu(Op op, FactorOptions& o) {
+    const FileInputs<T> in = load_file_inputs<T>(o, op == Op::Gesv ? Shape::Square : Shape::Tall,
+                                                 op == Op::Gesv ? FileUse::Solve : FileUse::Matrix);
+    const int m = op == Op::Getrf && o.m >= 0 ? o.m : o.n;
+    if (m < o.n)
+        throw ArgumentError("-m", fmt::format("must be >= n = {} (tile LU of a wide matrix is not "
+                                              "supported), got {}", o.n, m));
+    const int elem = o.prec == "s" ? 4 : 8;
+    check_problem_size("-n", m, o.n, elem, o.check ? 5 : 2);
+    if (op == Op::Gesv) check_problem_size("--nrhs", o.n, o.nrhs, elem, 3);
+    return run_lu<T>(op, o, in);
+}
+
 void add_command(CLI::App& app, Run& run, Op op) {
     auto opts = std::make_shared<FactorOptions>();
     CLI::App* cmd =
@@ -154,6 +181,7 @@ void add_command(CLI::App& app, Run& run, Op op) {
                     "(auto: on when there is a CUDA worker)")
         ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
+    add_file_options(*cmd, *opts, op == Op::Gesv ? FileUse::Solve : FileUse::Matrix);
     cmd->footer(
         "The check is the solve backward error ||b - A x||_inf / ((||A|| ||x|| + ||b||) n eps) < 30 (a random b\n"
         "for getrf), printed next to LAPACK's getrf+getrs on the same system (residual_lapack), with the growth\n"
@@ -161,17 +189,12 @@ void add_command(CLI::App& app, Run& run, Op op) {
         "||L~^{-1} P~ A - [U; 0]||_1 / (n ||A||_1 eps) instead.\n"
         "With a GPU, --nb 0 picks 4096 for LU (each tile costs a latency-bound TSTRF panel) and --ib 0 picks\n"
         "512; STARPU_NWORKER_PER_CUDA=6 measured about 5% faster than the default 4 streams for LU.\n"
-        "Example: starfact gesv -n 8192 --nb 1024 --ib 32 --nrhs 16 --check");
-    cmd->callback([&run, opts, op] {
+        "Example: starfact gesv -n 8192 --nb 1024 --ib 32 --nrhs 16 --check\n"
+        "With files: starfact gesv --A A.npy --B B.npy --X X.npy --check");
+    cmd->callback([&run, opts, op, cmd] {
+        note_given_options(*cmd, *opts);
         run = [opts, op]() -> int {
-            const int m = op == Op::Getrf && opts->m >= 0 ? opts->m : opts->n;
-            if (m < opts->n)
-                throw ArgumentError("-m", fmt::format("must be >= n = {} (tile LU of a wide matrix is not "
-                                                      "supported), got {}", opts->n, m));
-            const int elem = opts->prec == "s" ? 4 : 8;
-            check_problem_size("-n", m, opts->n, elem, opts->check ? 5 : 2);
-            if (op == Op::Gesv) check_problem_size("--nrhs", opts->n, opts->nrhs, elem, 3);
-            return opts->prec == "s" ? run_lu<float>(op, *opts) : run_lu<double>(op, *opts);
+            return opts->prec == "s" ? start_lu<float>(op, *opts) : start_lu<double>(op, *opts);
         };
     });
 }

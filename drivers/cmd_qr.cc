@@ -122,7 +122,7 @@ double lapack_ls_residual(int m, int n, int nrhs, const T* A, int lda, const T* 
 }
 
 template <class T>
-int run_qr(Op op, const FactorOptions& o) {
+int run_qr(Op op, const FactorOptions& o, const FileInputs<T>& in) {
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     const int n = o.n;
     const int m = o.m < 0 ? n : o.m;
@@ -140,12 +140,19 @@ int run_qr(Op op, const FactorOptions& o) {
     config["nb"] = nb;
     config["ib"] = ib;
     config["seed"] = seed;
+    add_file_config(config, o);
     out.header(config);
 
     const int lda = std::max(1, m);
     std::vector<T> A(static_cast<std::size_t>(lda) * n), B(static_cast<std::size_t>(lda) * nrhs);
-    matgen::uniform(m, n, seed, A.data(), lda);
-    matgen::uniform(m, nrhs, seed + 1, B.data(), lda);
+    if (in.has_a())
+        A = in.A;
+    else
+        matgen::uniform(m, n, seed, A.data(), lda);
+    if (in.has_b())
+        B = in.B;
+    else
+        matgen::uniform(m, nrhs, seed + 1, B.data(), lda);
     const double dm = m, dn = n;
     // Householder QR: 2 m n^2 - 2 n^3 / 3; gels adds Q^T B (2 nrhs n (2m - n)) and the solve (n^2 nrhs).
     double flops = 2.0 * dm * dn * dn - 2.0 * dn * dn * dn / 3.0;
@@ -174,6 +181,11 @@ int run_qr(Op op, const FactorOptions& o) {
                                     {"residual", nullptr}, {"orthogonality", nullptr}, {"residual_lapack", nullptr}};
         // A random uniform matrix has full rank with probability one: a nonzero info fails.
         bool ok = info == 0;
+        if (op == Op::Gels && it == o.niter && info == 0 && !o.x_file.empty()) {
+            std::vector<T> X(B.size());
+            tB.to_lapack(X.data(), lda);
+            write_solution(o, n, nrhs, X.data(), lda);  // x: the first n rows
+        }
         if (o.check && it == o.niter && info == 0) {
             if (op == Op::Geqrf) {
                 TileMatrix<T> tQ(m, n, nb);
@@ -208,6 +220,20 @@ int run_qr(Op op, const FactorOptions& o) {
     return failed;
 }
 
+/// The usage checks that need the files' shapes, then the run.
+template <class T>
+int start_qr(Op op, FactorOptions& o) {
+    const FileInputs<T> in = load_file_inputs<T>(o, Shape::Tall, op == Op::Gels ? FileUse::Solve : FileUse::Matrix);
+    const int m = o.m >= 0 ? o.m : o.n;
+    if (m < o.n)
+        throw ArgumentError("-m", fmt::format("must be >= n = {} (tile QR of a wide matrix is not "
+                                              "supported), got {}", o.n, m));
+    const int elem = o.prec == "s" ? 4 : 8;
+    check_problem_size("-n", m, o.n, elem, o.check ? 6 : 2);
+    if (op == Op::Gels) check_problem_size("--nrhs", m, o.nrhs, elem, o.check ? 4 : 2);
+    return run_qr<T>(op, o, in);
+}
+
 void add_command(CLI::App& app, Run& run, Op op) {
     auto opts = std::make_shared<FactorOptions>();
     CLI::App* cmd = op == Op::Geqrf
@@ -223,6 +249,7 @@ void add_command(CLI::App& app, Run& run, Op op) {
                     "Inner block of the kernels; 0 picks 256 with a GPU (and nb 0 picks 4096), min(nb, 32) without")
         ->check(non_negative)
         ->capture_default_str();
+    add_file_options(*cmd, *opts, op == Op::Gels ? FileUse::Solve : FileUse::Matrix);
     cmd->footer(op == Op::Geqrf
                     ? "The checks form the thin Q (m x n) from the factors: ||A - Q R||_1 / (m ||A||_1 eps) < 30\n"
                       "(residual) and ||I - Q^T Q||_1 / (m eps) < 30 (orthogonality).\n"
@@ -230,17 +257,12 @@ void add_command(CLI::App& app, Run& run, Op op) {
                     : "The check, with r = b - A x per column: ||A^T r||_2 / (||A||_F (||A||_F ||x||_2 + ||b||_2)\n"
                       "max(m, n) eps) < 30 (zero for the exact least-squares solution), printed next to LAPACK's\n"
                       "gels on the same problem (residual_lapack).\n"
-                      "Example: starfact gels -m 20000 -n 5000 --nrhs 8 --check");
-    cmd->callback([&run, opts, op] {
+                      "Example: starfact gels -m 20000 -n 5000 --nrhs 8 --check\n"
+                      "With files (X gets the n x nrhs solution): starfact gels --A A.npy --B B.npy --X X.npy");
+    cmd->callback([&run, opts, op, cmd] {
+        note_given_options(*cmd, *opts);
         run = [opts, op]() -> int {
-            const int m = opts->m >= 0 ? opts->m : opts->n;
-            if (m < opts->n)
-                throw ArgumentError("-m", fmt::format("must be >= n = {} (tile QR of a wide matrix is not "
-                                                      "supported), got {}", opts->n, m));
-            const int elem = opts->prec == "s" ? 4 : 8;
-            check_problem_size("-n", m, opts->n, elem, opts->check ? 6 : 2);
-            if (op == Op::Gels) check_problem_size("--nrhs", m, opts->nrhs, elem, opts->check ? 4 : 2);
-            return opts->prec == "s" ? run_qr<float>(op, *opts) : run_qr<double>(op, *opts);
+            return opts->prec == "s" ? start_qr<float>(op, *opts) : start_qr<double>(op, *opts);
         };
     });
 }

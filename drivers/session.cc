@@ -14,6 +14,7 @@
 
 #include "codelets/codelets.hpp"
 #include "common/error.hpp"
+#include "io/io.hpp"
 
 namespace starfact::cli {
 
@@ -87,5 +88,123 @@ double median(std::vector<double> v) {
     const std::size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+void add_file_options(CLI::App& cmd, FactorOptions& o, FileUse use) {
+    cmd.add_option("--A", o.a_file,
+                   "The matrix from a file instead of a random one: NumPy .npy (2-D, C or Fortran order, float32 or\n"
+                   "float64) or Matrix Market array .mtx; its shape sets m and n");
+    if (use != FileUse::Solve) return;
+    cmd.add_option("--B", o.b_file, "The right-hand sides from a file (.npy 1-D or 2-D, or .mtx; default: random)");
+    cmd.add_option("--X", o.x_file,
+                   "Write the solution to this file (.npy, Fortran order, or .mtx) when the solve succeeded (info 0)");
+}
+
+void note_given_options(const CLI::App& cmd, FactorOptions& o) {
+    const auto given = [&](const char* name) {
+        const CLI::Option* opt = cmd.get_option_no_throw(name);
+        return opt != nullptr && opt->count() > 0;
+    };
+    o.n_given = given("-n");
+    o.m_given = given("-m");
+    o.nrhs_given = given("--nrhs");
+}
+
+namespace {
+
+/// The file of `option` read as T, with io's FileError turned into a usage error naming the option.
+template <class T>
+io::Dense<T> read_option_file(const char* option, const std::string& path) {
+    try {
+        return io::read_dense<T>(path);
+    } catch (const io::FileError& e) {
+        throw ArgumentError(option, fmt::format("'{}': {}", path, e.reason()));
+    }
+}
+
+/// The matrix's data with leading dimension max(1, rows) (a 0-row matrix still has one per column).
+template <class T>
+std::vector<T> with_lead(io::Dense<T>&& d) {
+    if (d.m > 0) return std::move(d.data);
+    return std::vector<T>(static_cast<std::size_t>(d.n), T(0));
+}
+
+}  // namespace
+
+template <class T>
+FileInputs<T> load_file_inputs(FactorOptions& o, Shape shape, FileUse use) {
+    FileInputs<T> in;
+    int rows = -1;  // the rows that B must have: A's, or -n / -m
+    if (!o.a_file.empty()) {
+        io::Dense<T> a = read_option_file<T>("--A", o.a_file);
+        if (a.ndim != 2)
+            throw ArgumentError("--A", fmt::format("'{}': wrong dimensions: a {}-D array, not a matrix (2-D)", o.a_file,
+                                                   a.ndim));
+        if (shape == Shape::Square && a.m != a.n)
+            throw ArgumentError("--A", fmt::format("'{}': not square: {} x {}; this command needs a square matrix",
+                                                   o.a_file, a.m, a.n));
+        if (shape == Shape::Tall && a.m < a.n)
+            throw ArgumentError("--A", fmt::format("'{}': {} x {} is wider than tall; this command needs m >= n",
+                                                   o.a_file, a.m, a.n));
+        if (o.n_given && o.n != a.n)
+            throw ArgumentError("-n", fmt::format("{} disagrees with --A '{}', which is {} x {}", o.n, o.a_file, a.m,
+                                                  a.n));
+        if (o.m_given && o.m != a.m)
+            throw ArgumentError("-m", fmt::format("{} disagrees with --A '{}', which is {} x {}", o.m, o.a_file, a.m,
+                                                  a.n));
+        o.n = a.n;
+        o.m = a.m;
+        rows = a.m;
+        in.A = with_lead(std::move(a));
+    }
+    if (use == FileUse::Solve && !o.b_file.empty()) {
+        io::Dense<T> b = read_option_file<T>("--B", o.b_file);
+        if (b.ndim == 3)
+            throw ArgumentError("--B", fmt::format("'{}': wrong dimensions: a 3-D array (a batch), not a matrix",
+                                                   o.b_file));
+        if (rows < 0) {
+            // No --A: B's rows set the order (square) or the rows (tall), unless given.
+            if (shape == Shape::Square && o.n_given) rows = o.n;
+            if (shape == Shape::Tall && o.m_given) rows = o.m;
+        }
+        if (rows >= 0 && b.m != rows)
+            throw ArgumentError("--B", fmt::format("'{}' has {} rows, A has {}", o.b_file, b.m, rows));
+        if (o.nrhs_given && o.nrhs != b.n)
+            throw ArgumentError("--nrhs", fmt::format("{} disagrees with --B '{}', which is {} x {}", o.nrhs, o.b_file,
+                                                      b.m, b.n));
+        if (shape == Shape::Square) o.n = b.m;
+        o.m = b.m;
+        o.nrhs = b.n;
+        in.B = with_lead(std::move(b));
+    }
+    if (use == FileUse::Solve && !o.x_file.empty()) {
+        try {
+            io::check_writable(o.x_file);
+        } catch (const io::FileError& e) {
+            throw ArgumentError("--X", fmt::format("'{}': {}", o.x_file, e.reason()));
+        }
+    }
+    return in;
+}
+
+template <class T>
+void write_solution(const FactorOptions& o, int rows, int cols, const T* X, int ldx) {
+    if (o.x_file.empty()) return;
+    try {
+        io::write_dense(o.x_file, rows, cols, X, ldx);
+    } catch (const io::FileError& e) {
+        throw RuntimeError(fmt::format("--X '{}': {}", o.x_file, e.reason()));
+    }
+}
+
+void add_file_config(nlohmann::ordered_json& config, const FactorOptions& o) {
+    if (!o.a_file.empty()) config["A"] = o.a_file;
+    if (!o.b_file.empty()) config["B"] = o.b_file;
+    if (!o.x_file.empty()) config["X"] = o.x_file;
+}
+
+template FileInputs<float> load_file_inputs<float>(FactorOptions&, Shape, FileUse);
+template FileInputs<double> load_file_inputs<double>(FactorOptions&, Shape, FileUse);
+template void write_solution<float>(const FactorOptions&, int, int, const float*, int);
+template void write_solution<double>(const FactorOptions&, int, int, const double*, int);
 
 }  // namespace starfact::cli

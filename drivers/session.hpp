@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/runtime.hpp"
 #include "drivers/report.hpp"
@@ -27,7 +28,44 @@ struct FactorOptions {
     int ib = 0;              ///< LU only: inner block (0: automatic)
     std::string schedule = "dynamic";  ///< LU only: dynamic, static-rl, static-ll, static-bfll
     std::string trtri = "auto";        ///< LU only: the trtri + gemm variant, auto (with a GPU), on, off
+    std::string a_file, b_file, x_file;  ///< --A, --B (inputs) and --X (output): .npy or .mtx files
+    bool n_given = false, m_given = false, nrhs_given = false;  ///< set by note_given_options
 };
+
+/// What the subcommand takes from files: the matrix (all), the right-hand sides and the solution (solves).
+enum class FileUse { Matrix, Solve };
+/// How A's shape is constrained: square (Cholesky, gesv, getrf's default) or m >= n.
+enum class Shape { Square, Tall };
+
+/// Adds --A (and, for FileUse::Solve, --B and --X) to a subcommand.
+void add_file_options(CLI::App& cmd, FactorOptions& o, FileUse use);
+
+/// Records which of -n, -m, --nrhs the user gave: they must then agree with the files.
+void note_given_options(const CLI::App& cmd, FactorOptions& o);
+
+/// The matrices read from --A and --B, converted to T, column-major with leading dimension
+/// max(1, rows); empty when the option was not given.
+template <class T>
+struct FileInputs {
+    std::vector<T> A, B;
+    bool has_a() const { return !A.empty(); }
+    bool has_b() const { return !B.empty(); }
+};
+
+/// Usage checks of the file options, before anything starts: reads --A and --B (bad files,
+/// a batch or a vector for A, A not square for Shape::Square or wider than tall, B's rows not
+/// A's, -n/-m/--nrhs given and not agreeing with the files) and checks that --X can be written.
+/// Sets o.m, o.n and o.nrhs from the files. Throws ArgumentError naming the option.
+template <class T>
+FileInputs<T> load_file_inputs(FactorOptions& o, Shape shape, FileUse use);
+
+/// Writes the solution X (rows x cols, leading dimension ldx) to --X when it was given; a
+/// failure at this point (disk full) is a RuntimeError, as the work has been done.
+template <class T>
+void write_solution(const FactorOptions& o, int rows, int cols, const T* X, int ldx);
+
+/// Adds the file options in use to the configuration header.
+void add_file_config(nlohmann::ordered_json& config, const FactorOptions& o);
 
 /// Adds -n, --nb, --prec, --check, --niter, --seed, --format to a subcommand.
 void add_factor_options(CLI::App& cmd, FactorOptions& o);

@@ -8,17 +8,21 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <fmt/format.h>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/blas.hpp"
+#include "io/io.hpp"
 #include "test_support.hpp"
 
 #ifndef STARFACT_CLI_PATH
@@ -525,6 +529,197 @@ TEST_F(Cli, AccuracyUsageErrorsExitTwoWithNothingStarted) {
         EXPECT_TRUE(r.home_empty) << "StarPU wrote into STARPU_HOME: the runtime was started";
     }
     EXPECT_TRUE(fs::is_empty(dir.path())) << "no output file is left behind";
+}
+
+// ---- Files: --A, --B, --X ---------------------------------------------------------------------
+
+/// A C-order (row-major) 2-D float64 .npy file of the column-major m x n matrix A, as NumPy's
+/// np.save writes a plain array.
+void write_c_order_npy(const std::string& path, int m, int n, const double* A, int lda) {
+    std::string header = fmt::format("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, {}), }}", m, n);
+    while ((10 + header.size() + 1) % 64 != 0) header.push_back(' ');
+    header.push_back('\n');
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes.push_back(static_cast<char>(header.size() & 0xff));
+    bytes.push_back(static_cast<char>(header.size() >> 8));
+    bytes += header;
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j)
+            bytes.append(reinterpret_cast<const char*>(&A[i + static_cast<std::size_t>(j) * lda]), sizeof(double));
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+
+/// max |X - Y| / max |Y| over two column-major n x k matrices (ld n).
+double relative_difference(const std::vector<double>& X, const std::vector<double>& Y) {
+    double diff = 0.0, scale = 0.0;
+    for (std::size_t k = 0; k < Y.size(); ++k) {
+        diff = std::max(diff, std::abs(X[k] - Y[k]));
+        scale = std::max(scale, std::abs(Y[k]));
+    }
+    return std::isnan(diff) ? diff : diff / scale;
+}
+
+TEST_F(Cli, GesvFromFilesMatchesLapackOnTheSameFiles) {
+    TempDir dir("starfact-files-");
+    const int n = 97, nrhs = 3;
+    HostMatrix<double> A = random_matrix<double>(n, n, n, seed());
+    const HostMatrix<double> B = random_matrix<double>(n, nrhs, n, seed() + 1);
+    // LAPACK's dgesv on the same matrices.
+    std::vector<double> lu(A.data), ref(B.data);
+    std::vector<int> ipiv(n);
+    ASSERT_EQ(LAPACKE_dgesv(LAPACK_COL_MAJOR, n, nrhs, lu.data(), n, ipiv.data(), ref.data(), n), 0);
+
+    // Fortran-order A with a Matrix Market B, then a C-order A with a float32 1-D b.
+    io::write_npy(dir.path() + "/A.npy", n, n, A.ptr(), A.ld);
+    io::write_mtx(dir.path() + "/B.mtx", n, nrhs, B.ptr(), B.ld);
+    const CliResult r = run_cli({"gesv", "--A", dir.path() + "/A.npy", "--B", dir.path() + "/B.mtx", "--X",
+                                 dir.path() + "/X.npy", "--nb", "32", "--ib", "8", "--check", "--format", "json"});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    const auto results = json_results(r);
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].value("n", -1), n);
+    EXPECT_EQ(results[0].value("nrhs", -1), nrhs) << "n and nrhs come from the files";
+    const io::Dense<double> X = io::read_npy<double>(dir.path() + "/X.npy");
+    ASSERT_EQ(X.m, n);
+    ASSERT_EQ(X.n, nrhs);
+    EXPECT_LT(checks::solve_residual(n, nrhs, A.ptr(), A.ld, X.data.data(), n, B.ptr(), B.ld), 30.0);
+    // Both solves are backward stable on a matrix of modest condition: they agree closely.
+    EXPECT_LT(relative_difference(X.data, ref), 1e-9);
+
+    write_c_order_npy(dir.path() + "/Ac.npy", n, n, A.ptr(), A.ld);
+    std::vector<float> b(n);
+    for (int i = 0; i < n; ++i) b[i] = static_cast<float>(B(i, 0));
+    io::write_npy(dir.path() + "/b.npy", n, 1, b.data(), n);
+    const CliResult c = run_cli({"gesv", "--A", dir.path() + "/Ac.npy", "--B", dir.path() + "/b.npy", "--X",
+                                 dir.path() + "/x.mtx", "--nb", "40"});
+    ASSERT_TRUE(c.exited && c.code == 0) << describe(c);
+    const io::Dense<double> x = io::read_mtx<double>(dir.path() + "/x.mtx");
+    ASSERT_EQ(x.m, n);
+    ASSERT_EQ(x.n, 1);
+    std::vector<double> bd(b.begin(), b.end()), xref(bd);
+    lu = A.data;
+    ASSERT_EQ(LAPACKE_dgesv(LAPACK_COL_MAJOR, n, 1, lu.data(), n, ipiv.data(), xref.data(), n), 0);
+    EXPECT_LT(relative_difference(x.data, xref), 1e-9) << "the C-order file is the same matrix";
+}
+
+TEST_F(Cli, PosvAndGelsFromFilesMatchLapack) {
+    TempDir dir("starfact-files-");
+    const int n = 70, m = 110, nrhs = 2;
+    // posv reads only the --uplo triangle: the other one holds garbage that must not matter.
+    HostMatrix<double> S = random_spd<double>(n, n, seed());
+    std::vector<double> chol(S.data);
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < j; ++i) S(i, j) = 1e6;  // strictly upper: ignored with --uplo L
+    const HostMatrix<double> B = random_matrix<double>(m, nrhs, m, seed() + 1);
+    std::vector<double> ref(B.data.begin(), B.data.begin() + static_cast<std::size_t>(n) * nrhs);
+    for (int c = 0; c < nrhs; ++c)
+        for (int i = 0; i < n; ++i) ref[i + static_cast<std::size_t>(c) * n] = B(i, c);
+    std::vector<double> bn(ref);
+    ASSERT_EQ(LAPACKE_dposv(LAPACK_COL_MAJOR, 'L', n, nrhs, chol.data(), n, ref.data(), n), 0);
+    io::write_npy(dir.path() + "/S.npy", n, n, S.ptr(), S.ld);
+    io::write_npy(dir.path() + "/Bn.npy", n, nrhs, bn.data(), n);
+    const CliResult p = run_cli({"posv", "--A", dir.path() + "/S.npy", "--B", dir.path() + "/Bn.npy", "--X",
+                                 dir.path() + "/X.npy", "--nb", "32", "--check"});
+    ASSERT_TRUE(p.exited && p.code == 0) << describe(p);
+    EXPECT_LT(relative_difference(io::read_npy<double>(dir.path() + "/X.npy").data, ref), 1e-9);
+
+    const HostMatrix<double> A = random_matrix<double>(m, n, m, seed() + 2);
+    std::vector<double> qr(A.data), ls(B.data);
+    ASSERT_EQ(LAPACKE_dgels(LAPACK_COL_MAJOR, 'N', m, n, nrhs, qr.data(), m, ls.data(), m), 0);
+    std::vector<double> lsx;
+    for (int c = 0; c < nrhs; ++c)
+        lsx.insert(lsx.end(), ls.begin() + static_cast<std::ptrdiff_t>(c) * m,
+                   ls.begin() + static_cast<std::ptrdiff_t>(c) * m + n);
+    io::write_npy(dir.path() + "/A.npy", m, n, A.ptr(), A.ld);
+    io::write_npy(dir.path() + "/B.npy", m, nrhs, B.ptr(), B.ld);
+    const CliResult g = run_cli({"gels", "--A", dir.path() + "/A.npy", "--B", dir.path() + "/B.npy", "--X",
+                                 dir.path() + "/Xls.npy", "--nb", "32", "--check"});
+    ASSERT_TRUE(g.exited && g.code == 0) << describe(g);
+    const io::Dense<double> X = io::read_npy<double>(dir.path() + "/Xls.npy");
+    ASSERT_EQ(X.m, n) << "the solution has n rows";
+    ASSERT_EQ(X.n, nrhs);
+    EXPECT_LT(relative_difference(X.data, lsx), 1e-9);
+}
+
+TEST_F(Cli, SingularMatrixFromAFileWritesNoSolution) {
+    TempDir dir("starfact-files-");
+    const int n = 50;
+    HostMatrix<double> A = random_matrix<double>(n, n, n, seed());
+    for (int i = 0; i < n; ++i) A(i, 20) = 0.0;  // column 21 zero: info = 21 in exact arithmetic
+    io::write_npy(dir.path() + "/A.npy", n, n, A.ptr(), A.ld);
+    const CliResult r = run_cli({"gesv", "--A", dir.path() + "/A.npy", "--X", dir.path() + "/X.npy", "--nb", "16",
+                                 "--format", "json"});
+    ASSERT_TRUE(r.exited) << describe(r);
+    EXPECT_EQ(r.code, 1) << "one failed run\n" << describe(r);
+    const auto results = json_results(r);
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].value("info", -1), 21);
+    EXPECT_FALSE(fs::exists(dir.path() + "/X.npy")) << "no solution is written when info > 0";
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1) << "nothing else either";
+}
+
+TEST_F(Cli, BadFilesExitTwoNamingTheOptionWithNothingStartedOrWritten) {
+    TempDir dir("starfact-files-");
+    const std::string d = dir.path();
+    const HostMatrix<double> A = random_matrix<double>(30, 30, 30, seed());
+    const HostMatrix<double> T = random_matrix<double>(40, 30, 40, seed() + 1);
+    io::write_npy(d + "/A.npy", 30, 30, A.ptr(), A.ld);
+    io::write_npy(d + "/T.npy", 40, 30, T.ptr(), T.ld);
+    io::write_npy(d + "/B40.npy", 40, 2, T.ptr(), T.ld);
+    io::write_npy_batch(d + "/batch.npy", 2, 30, 15, A.ptr());
+    {
+        const std::string whole = slurp(d + "/A.npy");
+        std::ofstream(d + "/cut.npy", std::ios::binary) << whole.substr(0, whole.size() / 2);
+        std::ofstream(d + "/text.npy") << "1 2\n3 4\n";
+        std::string i4 = whole;
+        i4.replace(i4.find("<f8"), 3, "<i8");
+        std::ofstream(d + "/int.npy", std::ios::binary) << i4;
+        std::ofstream(d + "/cut.mtx") << "%%MatrixMarket matrix array real general\n30 30\n1\n2\n";
+        std::ofstream(d + "/sparse.mtx") << "%%MatrixMarket matrix coordinate real general\n30 30 1\n1 1 1\n";
+    }
+    const std::vector<UsageCase> cases = {
+        {{"gesv", "--A", d + "/T.npy"}, {"--A", "T.npy", "not square", "40 x 30"}},
+        {{"potrf", "--A", d + "/T.npy"}, {"--A", "not square"}},
+        {{"getrf", "--A", d + "/A.npy", "-m", "40"}, {"-m", "40", "A.npy"}},
+        {{"gesv", "--A", d + "/A.npy", "-n", "31"}, {"-n", "31", "A.npy"}},
+        {{"gels", "--A", d + "/A.npy", "-n", "20"}, {"-n", "20"}},
+        {{"gesv", "--A", d + "/cut.npy"}, {"--A", "cut.npy", "truncated data"}},
+        {{"posv", "--A", d + "/text.npy"}, {"--A", "text.npy", "bad magic"}},
+        {{"gesv", "--A", d + "/int.npy"}, {"--A", "int.npy", "unsupported dtype '<i8'"}},
+        {{"geqrf", "--A", d + "/batch.npy"}, {"--A", "batch.npy", "3-D"}},
+        {{"gesv", "--A", d + "/cut.mtx"}, {"--A", "cut.mtx", "truncated data"}},
+        {{"gesv", "--A", d + "/sparse.mtx"}, {"--A", "sparse.mtx", "coordinate"}},
+        {{"gesv", "--A", d + "/missing.npy"}, {"--A", "missing.npy", "cannot open"}},
+        {{"gesv", "--A", d + "/A.csv"}, {"--A", "A.csv", "unknown file type"}},
+        {{"gesv", "--A", d + "/A.npy", "--B", d + "/B40.npy"}, {"--B", "B40.npy", "40 rows"}},
+        {{"gels", "--A", d + "/T.npy", "--B", d + "/A.npy"}, {"--B", "30 rows"}},
+        {{"posv", "-n", "12", "--B", d + "/B40.npy"}, {"--B", "40 rows"}},
+        {{"gesv", "--A", d + "/A.npy", "--B", d + "/A.npy", "--nrhs", "4"}, {"--nrhs", "4", "30 x 30"}},
+        {{"gesv", "--A", d + "/A.npy", "--B", d + "/batch.npy"}, {"--B", "3-D"}},
+        {{"gesv", "--A", d + "/A.npy", "--X", d + "/no/dir/X.npy"}, {"--X", "does not exist"}},
+        {{"posv", "--A", d + "/A.npy", "--X", d}, {"--X", "unknown file type"}},
+        {{"gels", "--A", d + "/T.npy", "--X", d + "/X.dat"}, {"--X", "X.dat"}},
+        {{"getrf", "--A", d + "/A.npy", "--X", d + "/X.npy"}, {"--X"}},
+    };
+    for (const UsageCase& c : cases) {
+        std::string cmdline;
+        for (const auto& a : c.args) cmdline += " " + a;
+        SCOPED_TRACE("starfact" + cmdline);
+        const CliResult r = run_cli(c.args);
+        EXPECT_TRUE(r.exited) << describe(r);
+        EXPECT_EQ(r.code, 2) << describe(r);
+        for (const std::string& word : c.named)
+            EXPECT_NE(r.err.find(word), std::string::npos) << "the message does not name '" << word << "'\n"
+                                                           << describe(r);
+        EXPECT_EQ(r.out, "") << "output was printed: something started";
+        EXPECT_TRUE(r.home_empty) << "StarPU wrote into STARPU_HOME: the runtime was started";
+    }
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(d)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"A.npy", "B40.npy", "T.npy", "batch.npy", "cut.mtx", "cut.npy",
+                                               "int.npy", "sparse.mtx", "text.npy"}))
+        << "no output file was written";
 }
 
 }  // namespace
