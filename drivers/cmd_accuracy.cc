@@ -290,7 +290,7 @@ void add_accuracy_command(CLI::App& app, Run& run) {
         "--refine steps of iterative refinement on the tile LU factors from the tile LU solution, residual in working\n"
         "precision (ratio_after_refine) and in extended precision (ratio_after_refine_x), both measured exactly.\n"
         "A row is FAILED when a factorization is singular or a backward error is not finite; the exit code is the\n"
-        "number of FAILED rows. The default run takes about 15 minutes on 2 cores (docs/accuracy.md). On GPUs: the\n"
+        "number of FAILED rows. The default run takes about 20 minutes on 2 cores (docs/accuracy.md). On GPUs: the\n"
         "same command with STARPU_NCUDA=1.\n"
         "Example: starfact accuracy --orders 1024,2048 --tiles 1,4,16,64 --prec d,s --csv acc.csv");
     cmd->callback([&run, o] {

@@ -111,7 +111,7 @@ def main():
 
     # Refinement: backward errors before and after, for the smallest, a middle and the largest order.
     picked = sorted({orders[0], orders[len(orders) // 2], orders[-1]})
-    fig, ax = plt.subplots(figsize=(7, 4.8))
+    fig, ax = plt.subplots(figsize=(10, 4.8))
     steps = rows[0]["refine_steps"]
     for key, style, what in (("backward_error_exact", "o-", "tile LU"),
                              ("backward_error_after_refine", "s--", f"+ {steps} steps, working-precision residual"),
@@ -129,7 +129,7 @@ def main():
     ax.set_title(f"Backward error and iterative refinement (thin lines: LAPACK)\n{args.kind}, {precision}{note}",
                  fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     path = os.path.join(args.out, f"{args.prefix}-refine-{args.prec}-{args.kind}.png")
     fig.savefig(path, dpi=110)
