@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, builds, and runs the whole test suite with CTest (CUDA tests skip
-# visibly where there is no GPU; scripts/gpu_run.sh runs them on the GPU machine). Then builds
+# visibly where there is no GPU; scripts/gpu_run.sh runs them on the GPU machine), then builds and
+# runs examples/ against an installed package (scripts/build_examples.sh). Then builds
 # the CPU suite with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan/ and runs
 # it too, unless STARFACT_SKIP_SANITIZERS=1. Leak detection is off: LeakSanitizer reports
 # allocations StarPU's runtime keeps until exit (no starfact frame in them).
@@ -8,6 +9,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(bash "$root/scripts/build.sh")
 (cd "$build" && ctest --output-on-failure -j2 --timeout 900)
+# The examples, built against an installed package (not the build tree) and run.
+bash "$root/scripts/build_examples.sh" "$build"
 if [ "${STARFACT_SKIP_SANITIZERS:-0}" != 1 ]; then
     asan=$(STARFACT_BUILD_DIR="$root/build-asan" bash "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=Debug \
            -DSTARFACT_CUDA=OFF -DSTARFACT_SANITIZE=ON)
