@@ -267,6 +267,9 @@ Dense<T> read_npy(const std::string& path) {
         throw FileError(path, fmt::format("wrong dimensions: {} x {} matrices have more than 2^31-1 elements, beyond "
                                           "LAPACK's 32-bit indices", out.m, out.n));
     const std::size_t item = h.descr == "<f4" ? 4 : 8;
+    const std::size_t per_matrix = static_cast<std::size_t>(out.m) * out.n;
+    if (per_matrix > 0 && static_cast<std::size_t>(out.count) > (SIZE_MAX / item) / per_matrix)
+        throw FileError(path, fmt::format("wrong dimensions: shape {} is larger than any file", shape_string(h.shape)));
     const std::size_t elems = static_cast<std::size_t>(out.count) * out.m * out.n;
     // The file must hold exactly the header's data: fewer bytes is truncation, more means the
     // shape does not describe the file.
