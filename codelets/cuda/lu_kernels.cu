@@ -782,7 +782,7 @@ cudaError_t tstrf_solver_panel(const LuContext& ctx, TileView<T> Ujj, TileView<T
 template <class T>
 cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T> L, int* dipiv, int* dinfo, int ib,
                   bool inverse) {
-    if (ib < 1 || (inverse && L.m < 2 * std::min(ib, A.n))) return cudaErrorInvalidValue;
+    if (ib < 1 || (inverse && L.m < ib + std::min(ib, A.n))) return cudaErrorInvalidValue;
     cudaError_t err = cudaMemsetAsync(dinfo, 0, sizeof(int), ctx.stream);
     if (err != cudaSuccess) return err;
     const int K = A.n, m = A.m;
@@ -829,7 +829,7 @@ cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T
 template <class T>
 cudaError_t ssssm(const LuContext& ctx, TileView<T> A1, TileView<T> A2, TileView<const T> L, TileView<const T> AL,
                   const int* dipiv, int ib, bool inverse) {
-    if (ib < 1 || (inverse && L.m < 2 * std::min(ib, AL.n))) return cudaErrorInvalidValue;
+    if (ib < 1 || (inverse && L.m < ib + std::min(ib, AL.n))) return cudaErrorInvalidValue;
     const int K = AL.n, m = A2.m, n = A2.n;
     if (n == 0) return cudaSuccess;
     T* W = nullptr;

@@ -44,9 +44,10 @@ cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, T
 template <class T>
 cudaError_t diag_inverse_copy(const LuContext& ctx, TileView<const T> src, TileView<T> dst);
 
-/// inverse: the trtri + gemm variant (see codelets/cpu/lu_kernels.hpp): L has at least 2 ib rows
-/// and TSTRF also writes each block's L1^{-1} at L(ib.., J), which SSSSM (and TSTRF's own update)
-/// then applies by GEMM instead of a triangular solve. Same factorization up to rounding.
+/// inverse: the trtri + gemm variant (see codelets/cpu/lu_kernels.hpp): L has 2 ib rows (at
+/// least ib + min(ib, K), else cudaErrorInvalidValue) and TSTRF also writes each block's L1^{-1}
+/// at L(ib.., J), which SSSSM (and TSTRF's own update) then applies by GEMM instead of a
+/// triangular solve. Same factorization up to rounding.
 template <class T>
 cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T> L, int* dipiv, int* dinfo, int ib,
                   bool inverse = false);
