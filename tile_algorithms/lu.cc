@@ -9,6 +9,7 @@
 #include "codelets/codelets.hpp"
 #include "common/error.hpp"
 #include "common/kernel_error.hpp"
+#include "tile_algorithms/diagonal_copies.hpp"
 #include "tile_algorithms/priorities.hpp"
 
 namespace starfact {
@@ -27,24 +28,7 @@ void check_rhs(const TileMatrix<T>& A, const TileMatrix<T>& B) {
     require(B.nb() == A.nb(), "B", fmt::format("must use the tile size of A ({}), got {}", A.nb(), B.nb()));
 }
 
-// Scratch copies of the factored diagonal tiles, registered where they are first written.
-template <class T>
-class DiagonalCopies {
-public:
-    explicit DiagonalCopies(const TileMatrix<T>& A) : handles_(static_cast<std::size_t>(A.nt())) {
-        for (int k = 0; k < A.nt(); ++k)
-            starpu_matrix_data_register(&handles_[k], -1, 0, A.tile_m(k), A.tile_m(k), A.tile_n(k), sizeof(T));
-    }
-    ~DiagonalCopies() {
-        for (starpu_data_handle_t h : handles_) starpu_data_unregister_submit(h);
-    }
-    DiagonalCopies(const DiagonalCopies&) = delete;
-    DiagonalCopies& operator=(const DiagonalCopies&) = delete;
-    starpu_data_handle_t operator[](int k) const { return handles_[k]; }
-
-private:
-    std::vector<starpu_data_handle_t> handles_;
-};
+using starfact::detail::DiagonalCopies;
 
 // The four kinds of task of one factorization, each placed by the schedule: pinned to the owner
 // of the tile column it writes (static) or left to StarPU (dynamic).
