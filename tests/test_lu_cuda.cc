@@ -19,6 +19,7 @@
 
 #include "codelets/cpu/lu_kernels.hpp"
 #include "codelets/cuda/lu_kernels.hpp"
+#include "cuda_test_support.hpp"
 #include "test_support.hpp"
 
 namespace starfact::test {
@@ -36,61 +37,6 @@ std::vector<int> inner_blocks(int K) {
     return ibs;
 }
 
-::testing::AssertionResult cuda_ok(cudaError_t err) {
-    if (err == cudaSuccess) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << cudaGetErrorName(err) << ": " << cudaGetErrorString(err);
-}
-
-/// cudaMalloc'd storage for count elements, freed on destruction.
-template <class E>
-class DeviceBuffer {
-public:
-    DeviceBuffer() = default;
-    explicit DeviceBuffer(std::size_t count) : count_(count) {
-        if (count > 0 && cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(E)) != cudaSuccess)
-            throw std::runtime_error("cudaMalloc of " + std::to_string(count * sizeof(E)) + " bytes failed");
-    }
-    ~DeviceBuffer() { cudaFree(ptr_); }
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), count_(other.count_) {
-        other.ptr_ = nullptr;
-        other.count_ = 0;
-    }
-    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-        std::swap(ptr_, other.ptr_);
-        std::swap(count_, other.count_);
-        return *this;
-    }
-    E* get() const { return ptr_; }
-    std::size_t size() const { return count_; }
-
-private:
-    E* ptr_ = nullptr;
-    std::size_t count_ = 0;
-};
-
-/// A device copy of a HostMatrix, padding included (so that the poison travels both ways).
-template <class T>
-struct DeviceMatrix {
-    int m, n, ld;
-    DeviceBuffer<T> buf;
-
-    explicit DeviceMatrix(const HostMatrix<T>& h) : m(h.m), n(h.n), ld(h.ld), buf(h.data.size()) {
-        if (!h.data.empty() &&
-            cudaMemcpy(buf.get(), h.ptr(), h.data.size() * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess)
-            throw std::runtime_error("cudaMemcpy to the device failed");
-    }
-    TileView<T> view() const { return {buf.get(), m, n, ld}; }
-    TileView<const T> cview() const { return {buf.get(), m, n, ld}; }
-    HostMatrix<T> download() const {
-        HostMatrix<T> h(m, n, ld);
-        if (!h.data.empty() &&
-            cudaMemcpy(h.ptr(), buf.get(), h.data.size() * sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess)
-            throw std::runtime_error("cudaMemcpy to the host failed");
-        return h;
-    }
-};
 
 std::vector<int> download_ints(const DeviceBuffer<int>& d) {
     std::vector<int> h(d.size());
