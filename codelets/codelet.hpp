@@ -81,6 +81,12 @@ inline int* info_ptr(void* buffer) { return reinterpret_cast<int*>(STARPU_VARIAB
 /// Pivot vectors are StarPU vectors of int.
 inline int* pivots_ptr(void* buffer) { return reinterpret_cast<int*>(STARPU_VECTOR_GET_PTR(buffer)); }
 
+/// Tile LU's trtri + gemm variant: LuFactors makes the TSTRF L tiles ib x K, or 2 ib x K when they
+/// also hold the inverses of the L1 blocks; TSTRF and SSSSM read the variant from that shape.
+inline bool lu_l_has_inverses(starpu_data_handle_t L, int ib) {
+    return starpu_matrix_get_nx(L) >= 2u * static_cast<unsigned>(ib);
+}
+
 inline std::uint32_t chars_key(char a, char b = 0, char c = 0, char d = 0) {
     return static_cast<std::uint32_t>(static_cast<unsigned char>(a)) |
            static_cast<std::uint32_t>(static_cast<unsigned char>(b)) << 8 |

@@ -15,11 +15,6 @@ struct SsssmArgs {
     std::uint32_t key() const { return static_cast<std::uint32_t>(ib) * 2u + (inverse ? 1u : 0u); }
 };
 
-// LuFactors makes L ib x K, or 2 ib x K for the variant: its rows tell which.
-bool has_inverse(starpu_data_handle_t L, int ib) {
-    return starpu_matrix_get_nx(L) >= 2u * static_cast<unsigned>(ib);
-}
-
 template <class T>
 void ssssm_cpu(void* buffers[], void* cl_arg) noexcept {
     const auto a = detail::unpack<SsssmArgs>(cl_arg);
@@ -60,8 +55,8 @@ void submit_ssssm(int ib, starpu_data_handle_t A1, starpu_data_handle_t A2, star
     const double m = static_cast<double>(starpu_matrix_get_nx(A2));
     const double n = static_cast<double>(starpu_matrix_get_ny(A2));
     const double k = static_cast<double>(starpu_matrix_get_ny(AL));
-    detail::submit(codelet<T>(), {A1, A2, L, AL, ipiv}, SsssmArgs{ib, has_inverse(L, ib)}, priority, 2.0 * m * n * k,
-                   worker);
+    const SsssmArgs args{ib, detail::lu_l_has_inverses(L, ib)};
+    detail::submit(codelet<T>(), {A1, A2, L, AL, ipiv}, args, priority, 2.0 * m * n * k, worker);
 }
 
 template void submit_ssssm<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t,

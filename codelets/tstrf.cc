@@ -16,11 +16,6 @@ struct TstrfArgs {
     std::uint32_t key() const { return static_cast<std::uint32_t>(ib) * 2u + (inverse ? 1u : 0u); }
 };
 
-// LuFactors makes L ib x K, or 2 ib x K for the variant: its rows tell which.
-bool has_inverse(starpu_data_handle_t L, int ib) {
-    return starpu_matrix_get_nx(L) >= 2u * static_cast<unsigned>(ib);
-}
-
 template <class T>
 void tstrf_cpu(void* buffers[], void* cl_arg) noexcept {
     const auto a = detail::unpack<TstrfArgs>(cl_arg);
@@ -61,8 +56,8 @@ void submit_tstrf(int ib, starpu_data_handle_t U, starpu_data_handle_t A, starpu
                   starpu_data_handle_t ipiv, starpu_data_handle_t info, int priority, int worker) {
     const double m = static_cast<double>(starpu_matrix_get_nx(A));
     const double k = static_cast<double>(starpu_matrix_get_ny(A));
-    detail::submit(codelet<T>(), {U, A, L, ipiv, info}, TstrfArgs{ib, has_inverse(L, ib)}, priority, m * k * k,
-                   worker);  // LU of [U; A]
+    const TstrfArgs args{ib, detail::lu_l_has_inverses(L, ib)};
+    detail::submit(codelet<T>(), {U, A, L, ipiv, info}, args, priority, m * k * k, worker);  // LU of [U; A]
 }
 
 template void submit_tstrf<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t,

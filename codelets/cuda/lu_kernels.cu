@@ -433,18 +433,6 @@ cudaError_t getrf_buffer_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
 // inverse of each block's unit lower L1 next to it, and the triangular solves with L1 become
 // GEMMs, which run several times faster than cuBLAS's trsm on these shapes.
 constexpr int kInvLeaf = 32;
-constexpr int kInvCopyThreads = 256;
-
-// X = the unit lower triangle of L with its ones and zeros written out (GEMMs read all of X).
-template <class T>
-__global__ void unit_lower_copy_kernel(TileView<const T> L, TileView<T> X) {
-    const long long total = static_cast<long long>(X.m) * X.n;
-    for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
-         idx += static_cast<long long>(gridDim.x) * blockDim.x) {
-        const int i = static_cast<int>(idx % X.m), j = static_cast<int>(idx / X.m);
-        X(i, j) = i > j ? L(i, j) : (i == j ? T(1) : T(0));
-    }
-}
 
 // Inverts X's diagonal blocks of kInvLeaf (the last may be smaller) in place: one thread block
 // per diagonal block, thread c solving for column c by forward substitution in shared memory.
@@ -489,9 +477,7 @@ template <class T>
 cudaError_t invert_unit_lower(cublasHandle_t blas, cudaStream_t stream, TileView<const T> L, TileView<T> X, T* tmp) {
     const int b = L.n;
     if (b == 0) return cudaSuccess;
-    const int grid = std::min(blocks_for(b * b, kInvCopyThreads), 1024);
-    unit_lower_copy_kernel<T><<<grid, kInvCopyThreads, 0, stream>>>(L, X);
-    cudaError_t err = cudaGetLastError();
+    cudaError_t err = explicit_unit_lower(L, X, stream);
     if (err != cudaSuccess) return err;
     invert_leaf_kernel<T><<<blocks_for(b, kInvLeaf), kInvLeaf, 0, stream>>>(X);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;

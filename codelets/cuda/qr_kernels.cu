@@ -107,18 +107,6 @@ cudaError_t subtract(cublasHandle_t h, TileView<const T> W, TileView<T> C) {
 
 // ---- our kernels ---------------------------------------------------------------------------
 
-// X = the reflectors stored in V (rows x cols, column c's unit diagonal at row c) made explicit:
-// V's entries below the diagonal, ones on it, zeros above it (where V holds R).
-template <class T>
-__global__ void explicit_reflectors_kernel(TileView<const T> V, TileView<T> X) {
-    const long long total = static_cast<long long>(X.m) * X.n;
-    for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
-         idx += static_cast<long long>(gridDim.x) * blockDim.x) {
-        const int r = static_cast<int>(idx % X.m), c = static_cast<int>(idx / X.m);
-        X(r, c) = r > c ? V(r, c) : (r == c ? T(1) : T(0));
-    }
-}
-
 // X = the upper triangle of Tt (b x b), zeros below: a T factor that a plain GEMM can apply
 // (cuBLAS's TRMM runs at well under half its GEMM's speed at these sizes).
 template <class T>
@@ -507,9 +495,8 @@ cudaError_t geqrt(const QrContext& ctx, int ib, TileView<T> A, TileView<T> Tf) {
     // (in exact arithmetic); the T factors of the ib-blocks are then formed from V and tau.
     if ((err = geqrf(ctx, A, g.tau, g.solver, solver_bytes, g.info)) != cudaSuccess) return err;
     const TileView<T> V{g.V, m, K, m};
-    explicit_reflectors_kernel<T>
-        <<<copy_blocks(static_cast<long long>(m) * K), kCopyThreads, 0, ctx.stream>>>(as_const(A.sub(0, 0, m, K)), V);
-    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    // The reflectors made explicit: V's entries below the diagonal, ones on it, zeros above (R).
+    if ((err = explicit_unit_lower(as_const(A.sub(0, 0, m, K)), V, ctx.stream)) != cudaSuccess) return err;
     return block_t_factors<T>(ctx, as_const(V), true, g.tau, ib, g.t, Tf, false);
 }
 
@@ -531,9 +518,7 @@ cudaError_t unmqr(const QrContext& ctx, char side, char trans, int ib, TileView<
     for (int step = 0; step < nblocks; ++step) {
         const int j0 = (tr ? step : nblocks - 1 - step) * ib, b = std::min(ib, K - j0), rows = m - j0;
         const TileView<T> Vj{u.V, rows, b, rows};
-        explicit_reflectors_kernel<T><<<copy_blocks(static_cast<long long>(rows) * b), kCopyThreads, 0, ctx.stream>>>(
-            V.sub(j0, j0, rows, b), Vj);
-        cudaError_t err = cudaGetLastError();
+        cudaError_t err = explicit_unit_lower(V.sub(j0, j0, rows, b), Vj, ctx.stream);
         if (err == cudaSuccess)
             err = apply_block<T>(ctx, tr, as_const(Vj), Tf.sub(0, j0, b, b), C.sub(j0, 0, rows, C.n), u.apply);
         if (err != cudaSuccess) return err;

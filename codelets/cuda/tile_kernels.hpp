@@ -28,6 +28,13 @@ cusolverStatus_t potrf(cusolverDnHandle_t h, cusolverDnParams_t p, char uplo, Ti
 template <class T>
 cudaError_t potrf_nan_info(TileView<const T> A, int* dinfo, cudaStream_t stream);
 
+/// X = the unit lower triangle (or trapezoid) stored strictly below the diagonal of L, L and X of
+/// the same shape, written out in full for GEMMs: L's entries below the diagonal, ones on it,
+/// zeros above it. LU's L factors and QR's reflectors V are both stored this way. One kernel on
+/// `stream`.
+template <class T>
+cudaError_t explicit_unit_lower(TileView<const T> L, TileView<T> X, cudaStream_t stream);
+
 template <class T>
 cublasStatus_t trsm(cublasHandle_t h, char side, char uplo, char transa, char diag, T alpha, TileView<const T> A,
                     TileView<T> B);
