@@ -3,7 +3,9 @@
 // that keeps its padding (so that poisoned entries travel both ways).
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cusolverDn.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -69,6 +71,57 @@ struct DeviceMatrix {
             throw std::runtime_error("cudaMemcpy to the host failed");
         return h;
     }
+};
+
+/// A test with its own CUDA stream and cuBLAS/cuSOLVER handles bound to it; skips, visibly, on a
+/// machine without a CUDA device. Suites add the context of their kernels on top (work_ holds its
+/// workspace).
+class CudaHandlesTest : public SeededTest {
+protected:
+    explicit CudaHandlesTest(const char* what) : what_(what) {}
+
+    void SetUp() override {
+        int count = 0;
+        const cudaError_t err = cudaGetDeviceCount(&count);
+        if (err != cudaSuccess || count == 0)
+            GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount: " << cudaGetErrorName(err) << ", " << count
+                         << " devices): the CUDA " << what_ << " kernels are not tested here";
+        ASSERT_TRUE(cuda_ok(cudaStreamCreate(&stream_)));
+        ASSERT_EQ(cublasCreate(&blas_), CUBLAS_STATUS_SUCCESS);
+        ASSERT_EQ(cublasSetStream(blas_, stream_), CUBLAS_STATUS_SUCCESS);
+        ASSERT_EQ(cusolverDnCreate(&solver_), CUSOLVER_STATUS_SUCCESS);
+        ASSERT_EQ(cusolverDnSetStream(solver_, stream_), CUSOLVER_STATUS_SUCCESS);
+        ASSERT_EQ(cusolverDnCreateParams(&params_), CUSOLVER_STATUS_SUCCESS);
+    }
+
+    void TearDown() override {
+        if (stream_ != nullptr) {
+            EXPECT_TRUE(cuda_ok(cudaStreamSynchronize(stream_)));
+        }
+        work_ = DeviceBuffer<unsigned char>();
+        if (params_ != nullptr) cusolverDnDestroyParams(params_);
+        if (solver_ != nullptr) cusolverDnDestroy(solver_);
+        if (blas_ != nullptr) cublasDestroy(blas_);
+        if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    }
+
+    /// A workspace of exactly `bytes` (a fresh allocation when that changes, so an overrun shows
+    /// under compute-sanitizer).
+    void* workspace(std::size_t bytes) {
+        if (bytes != work_.size()) work_ = DeviceBuffer<unsigned char>(bytes);
+        return work_.get();
+    }
+
+public:
+    ::testing::AssertionResult sync() { return cuda_ok(cudaStreamSynchronize(stream_)); }
+
+protected:
+    const char* what_;
+    cudaStream_t stream_ = nullptr;
+    cublasHandle_t blas_ = nullptr;
+    cusolverDnHandle_t solver_ = nullptr;
+    cusolverDnParams_t params_ = nullptr;
+    DeviceBuffer<unsigned char> work_;
 };
 
 }  // namespace starfact::test

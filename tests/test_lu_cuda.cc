@@ -151,50 +151,16 @@ HostMatrix<T> random_upper(int K, std::uint64_t seed) {
 }
 
 template <class T>
-class LuCuda : public SeededTest {
+class LuCuda : public CudaHandlesTest {
 protected:
-    void SetUp() override {
-        int count = 0;
-        const cudaError_t err = cudaGetDeviceCount(&count);
-        if (err != cudaSuccess || count == 0)
-            GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount: " << cudaGetErrorName(err) << ", " << count
-                         << " devices): the CUDA LU kernels are not tested here";
-        ASSERT_TRUE(cuda_ok(cudaStreamCreate(&stream_)));
-        ASSERT_EQ(cublasCreate(&blas_), CUBLAS_STATUS_SUCCESS);
-        ASSERT_EQ(cublasSetStream(blas_, stream_), CUBLAS_STATUS_SUCCESS);
-        ASSERT_EQ(cusolverDnCreate(&solver_), CUSOLVER_STATUS_SUCCESS);
-        ASSERT_EQ(cusolverDnSetStream(solver_, stream_), CUSOLVER_STATUS_SUCCESS);
-        ASSERT_EQ(cusolverDnCreateParams(&params_), CUSOLVER_STATUS_SUCCESS);
-    }
-
-    void TearDown() override {
-        if (stream_ != nullptr) {
-            EXPECT_TRUE(cuda_ok(cudaStreamSynchronize(stream_)));
-        }
-        work_ = DeviceBuffer<unsigned char>();
-        if (params_ != nullptr) cusolverDnDestroyParams(params_);
-        if (solver_ != nullptr) cusolverDnDestroy(solver_);
-        if (blas_ != nullptr) cublasDestroy(blas_);
-        if (stream_ != nullptr) cudaStreamDestroy(stream_);
-    }
+    LuCuda() : CudaHandlesTest("LU") {}
 
 public:
-    /// A context whose workspace holds exactly lu_workspace_bytes(m, n, ib) bytes (a fresh
-    /// allocation when that changes, so an overrun shows under compute-sanitizer).
+    /// A context whose workspace holds exactly lu_workspace_bytes(m, n, ib) bytes.
     cuda::LuContext context(int m, int n, int ib) {
         const std::size_t bytes = cuda::lu_workspace_bytes<T>(solver_, params_, m, n, ib);
-        if (bytes != work_.size()) work_ = DeviceBuffer<unsigned char>(bytes);
-        return {blas_, solver_, params_, stream_, work_.get(), bytes};
+        return {blas_, solver_, params_, stream_, workspace(bytes), bytes};
     }
-
-    ::testing::AssertionResult sync() { return cuda_ok(cudaStreamSynchronize(stream_)); }
-
-protected:
-    cudaStream_t stream_ = nullptr;
-    cublasHandle_t blas_ = nullptr;
-    cusolverDnHandle_t solver_ = nullptr;
-    cusolverDnParams_t params_ = nullptr;
-    DeviceBuffer<unsigned char> work_;
 };
 
 using Precisions = ::testing::Types<float, double>;
