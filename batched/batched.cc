@@ -1,0 +1,1 @@
+// The batched module's host API (issue 5): being written.

@@ -1,0 +1,46 @@
+// Device-side helpers shared by the batched kernels' .cu files (not installed).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "batched/cuda/kernels.hpp"
+#include "common/error.hpp"
+
+namespace starfact::batched::cuda::detail {
+
+/// Throws RuntimeError naming `what` when a launch or a cuBLAS call failed.
+void check(cudaError_t status, const char* what);
+void check(cublasStatus_t status, const char* what);
+/// Checks the last launch (cudaGetLastError).
+void check_launch(const char* what);
+
+/// Carves aligned pieces out of Launch::workspace; throws when it is too small, so a wrong
+/// *_workspace function shows as an error, not as memory corruption.
+class WorkspaceCarver {
+public:
+    explicit WorkspaceCarver(const Launch& launch);
+    template <class U>
+    U* take(std::size_t elements) {
+        return static_cast<U*>(take_bytes(elements * sizeof(U)));
+    }
+    void* take_bytes(std::size_t bytes);
+    /// Bytes that take_bytes(b1), take_bytes(b2), ... would use from an aligned start.
+    static std::size_t round(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+private:
+    char* base_;
+    std::size_t size_;
+    std::size_t used_ = 0;
+};
+
+/// out[b] = in[b] + offset for b < count (device arrays): the pointer arrays that batched
+/// cuBLAS calls need for a sub-block (row i, column j: offset = i + j * ld) of every matrix.
+template <class T>
+void offset_pointers(T** out, T* const* in, long long offset, int count, cudaStream_t stream);
+
+inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace starfact::batched::cuda::detail

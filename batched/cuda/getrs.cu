@@ -1,0 +1,2 @@
+// Batched getrs kernels (issue 5): being written.
+#include "batched/cuda/common.cuh"
