@@ -112,6 +112,45 @@ void Cholesky<T>::planted_failures(char uplo, bool check_leading_block) {
     }
 }
 
+// A TileMatrix wrapped around storage the caller already holds in the tile layout: nothing is
+// copied in, the factor lands in the caller's storage when the TileMatrix goes, and the result
+// is the one of the copying path.
+TYPED_TEST(Cholesky, WrappedTileStorageFactorsInPlace) {
+    using T = TypeParam;
+    const int n = 23, nb = 8;
+    const typename TestFixture::Input in = this->spd_input('L', n, n, this->seed());
+    // The caller's storage in the tile layout, filled from the column-major matrix.
+    std::vector<T> tiled(static_cast<std::size_t>(n) * n, std::numeric_limits<T>::quiet_NaN());
+    const int nt = (n + nb - 1) / nb;
+    auto tile_rows = [&](int i) { return i + 1 < nt ? nb : n - i * nb; };
+    for (int j = 0; j < nt; ++j)
+        for (int i = 0; i < nt; ++i) {
+            T* t = tiled.data() + TileMatrix<T>::tile_offset(n, n, nb, i, j);
+            for (int c = 0; c < tile_rows(j); ++c)
+                for (int r = 0; r < tile_rows(i); ++r) t[r + c * tile_rows(i)] = in.full(i * nb + r, j * nb + c);
+        }
+    int info = -1;
+    {
+        TileMatrix<T> A = TileMatrix<T>::wrap(tiled.data(), n, n, nb);
+        info = potrf('L', A);
+    }
+    ASSERT_EQ(info, 0);
+    HostMatrix<T> F(n, n, n);
+    for (int j = 0; j < nt; ++j)
+        for (int i = 0; i < nt; ++i) {
+            const T* t = tiled.data() + TileMatrix<T>::tile_offset(n, n, nb, i, j);
+            for (int c = 0; c < tile_rows(j); ++c)
+                for (int r = 0; r < tile_rows(i); ++r) F(i * nb + r, j * nb + c) = t[r + c * tile_rows(i)];
+        }
+    EXPECT_PRED_FORMAT1(ResidualPasses, potrf_residual('L', in.full, F));
+    int info_copy = -1;
+    const HostMatrix<T> G = this->factor('L', in.full, nb, &info_copy);
+    ASSERT_EQ(info_copy, 0);
+    for (int j = 0; j < n; ++j)
+        for (int i = j; i < n; ++i) EXPECT_EQ(F(i, j), G(i, j)) << "(" << i << ", " << j << ")";
+    EXPECT_THROW(TileMatrix<T>::wrap(nullptr, n, n, nb), ArgumentError);
+}
+
 TYPED_TEST(Cholesky, PlantedNonSpdMinorGivesExactInfo) {
     ScopedImpl cpu(Impl::Cpu);  // the leading-block property is LAPACK's; cuSOLVER's is tested below
     this->planted_failures('L', true);

@@ -15,7 +15,7 @@
 namespace starfact {
 
 template <class T>
-TileMatrix<T>::TileMatrix(int m, int n, int nb) {
+void TileMatrix<T>::set_shape(int m, int n, int nb) {
     require(m >= 0, "m", fmt::format("must be >= 0, got {}", m));
     require(n >= 0, "n", fmt::format("must be >= 0, got {}", n));
     require(nb >= 1, "nb", fmt::format("must be >= 1, got {}", nb));
@@ -26,14 +26,10 @@ TileMatrix<T>::TileMatrix(int m, int n, int nb) {
     mt_ = (m + nb - 1) / nb;
     nt_ = (n + nb - 1) / nb;
     bytes_ = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * sizeof(T);
-    if (bytes_ > 0) {
-        // starpu_malloc pins the memory when CUDA workers exist, so transfers are asynchronous.
-        void* p = nullptr;
-        if (starpu_malloc(&p, bytes_) != 0 || p == nullptr)
-            throw RuntimeError(fmt::format("cannot allocate {:.2f} GiB for a {} x {} matrix",
-                                           static_cast<double>(bytes_) / (1 << 30), m, n));
-        storage_ = static_cast<T*>(p);
-    }
+}
+
+template <class T>
+void TileMatrix<T>::register_tiles() {
     handles_.resize(static_cast<std::size_t>(mt_) * nt_);
     for (int j = 0; j < nt_; ++j)
         for (int i = 0; i < mt_; ++i)
@@ -42,18 +38,52 @@ TileMatrix<T>::TileMatrix(int m, int n, int nb) {
                                         sizeof(T));
 }
 
+template <class T>
+TileMatrix<T>::TileMatrix(int m, int n, int nb) {
+    set_shape(m, n, nb);
+    if (bytes_ > 0) {
+        // starpu_malloc pins the memory when CUDA workers exist, so transfers are asynchronous.
+        void* p = nullptr;
+        if (starpu_malloc(&p, bytes_) != 0 || p == nullptr)
+            throw RuntimeError(fmt::format("cannot allocate {:.2f} GiB for a {} x {} matrix",
+                                           static_cast<double>(bytes_) / (1 << 30), m, n));
+        storage_ = static_cast<T*>(p);
+    }
+    register_tiles();
+}
+
+template <class T>
+TileMatrix<T>::TileMatrix(Wrapped, T* storage, int m, int n, int nb) {
+    set_shape(m, n, nb);
+    require(storage != nullptr || bytes_ == 0, "storage", "null pointer for a non-empty matrix");
+    storage_ = storage;
+    owns_storage_ = false;
+    register_tiles();
+}
+
+template <class T>
+TileMatrix<T> TileMatrix<T>::wrap(T* storage, int m, int n, int nb) {
+    return TileMatrix(Wrapped{}, storage, m, n, nb);
+}
+
+template <class T>
+std::size_t TileMatrix<T>::tile_offset(int m, int n, int nb, int i, int j) {
+    const int nt = (n + nb - 1) / nb;
+    const int tn = j + 1 < nt ? nb : n - j * nb;
+    return static_cast<std::size_t>(j) * nb * m + static_cast<std::size_t>(i) * nb * tn;
+}
+
 // Tile column j holds m x tile_n(j) elements; inside it, tile i is contiguous with ld = tile_m(i).
 template <class T>
 T* TileMatrix<T>::tile_ptr(int i, int j) const {
-    const std::size_t col_block = static_cast<std::size_t>(j) * nb_ * m_;
-    return storage_ + col_block + static_cast<std::size_t>(i) * nb_ * tile_n(j);
+    return storage_ + tile_offset(m_, n_, nb_, i, j);
 }
 
 template <class T>
 void TileMatrix<T>::release() noexcept {
     for (starpu_data_handle_t h : handles_) starpu_data_unregister(h);
     handles_.clear();
-    if (storage_) starpu_free(storage_);
+    if (storage_ && owns_storage_) starpu_free(storage_);
     storage_ = nullptr;
 }
 
@@ -64,8 +94,8 @@ TileMatrix<T>::~TileMatrix() {
 
 template <class T>
 TileMatrix<T>::TileMatrix(TileMatrix&& o) noexcept
-    : m_(o.m_), n_(o.n_), nb_(o.nb_), mt_(o.mt_), nt_(o.nt_), storage_(o.storage_), bytes_(o.bytes_),
-      handles_(std::move(o.handles_)) {
+    : m_(o.m_), n_(o.n_), nb_(o.nb_), mt_(o.mt_), nt_(o.nt_), storage_(o.storage_), owns_storage_(o.owns_storage_),
+      bytes_(o.bytes_), handles_(std::move(o.handles_)) {
     o.storage_ = nullptr;
     o.handles_.clear();
     o.m_ = o.n_ = o.mt_ = o.nt_ = 0;
@@ -77,6 +107,7 @@ TileMatrix<T>& TileMatrix<T>::operator=(TileMatrix&& o) noexcept {
         release();
         m_ = o.m_, n_ = o.n_, nb_ = o.nb_, mt_ = o.mt_, nt_ = o.nt_;
         storage_ = o.storage_;
+        owns_storage_ = o.owns_storage_;
         bytes_ = o.bytes_;
         handles_ = std::move(o.handles_);
         o.storage_ = nullptr;

@@ -15,6 +15,18 @@ public:
     /// An m x n matrix in nb x nb tiles (m, n >= 0, nb >= 1), uninitialised. A Runtime must
     /// exist; the TileMatrix must be destroyed before it. Throws ArgumentError on bad sizes.
     TileMatrix(int m, int n, int nb);
+    /// Wraps storage the caller owns that is already in this class's tile layout: tile column
+    /// after tile column, inside tile column j tile i after tile i-1, each tile column-major
+    /// with ld = tile_m(i), so tile (i, j) starts at `storage + tile_offset(m, n, nb, i, j)`;
+    /// m * n elements in all. Nothing is copied. The caller keeps ownership, keeps the storage
+    /// alive until the TileMatrix is destroyed (which writes every tile back to it) and does
+    /// not touch it meanwhile. Pin it (starpu_malloc, or cudaHostRegister) for asynchronous
+    /// GPU transfers. Throws ArgumentError on bad sizes or a null storage for a non-empty
+    /// matrix.
+    static TileMatrix wrap(T* storage, int m, int n, int nb);
+    /// Where tile (i, j) of an m x n matrix in nb x nb tiles starts, in elements from the
+    /// start of the storage (the layout that wrap() expects and the constructor allocates).
+    static std::size_t tile_offset(int m, int n, int nb, int i, int j);
     ~TileMatrix();
     TileMatrix(TileMatrix&& other) noexcept;
     TileMatrix& operator=(TileMatrix&& other) noexcept;
@@ -41,6 +53,10 @@ public:
     void fetch_to(unsigned node) const;
 
 private:
+    struct Wrapped {};
+    TileMatrix(Wrapped, T* storage, int m, int n, int nb);
+    void set_shape(int m, int n, int nb);
+    void register_tiles();
     void release() noexcept;
     /// The copy behind from_lapack (into_tiles) and to_lapack, one tile column per thread.
     void copy_lapack(T* A, int lda, bool into_tiles) const;
@@ -48,6 +64,7 @@ private:
 
     int m_ = 0, n_ = 0, nb_ = 1, mt_ = 0, nt_ = 0;
     T* storage_ = nullptr;
+    bool owns_storage_ = true;
     std::size_t bytes_ = 0;
     std::vector<starpu_data_handle_t> handles_;
 };

@@ -9,7 +9,9 @@
 ///   per process, created before and destroyed after every TileMatrix.
 /// - starfact::TileMatrix<T> (tile_algorithms/tile_matrix.hpp), T = float or double: an m x n
 ///   matrix in nb x nb tiles of pinned host memory; from_lapack / to_lapack copy a user's
-///   column-major array (leading dimension lda >= max(1, m)) in and out.
+///   column-major array (leading dimension lda >= max(1, m)) in and out; TileMatrix<T>::wrap
+///   uses storage the caller already holds in the tile layout (TileMatrix<T>::tile_offset)
+///   without copying. Host memory, pinned by starpu_malloc; StarPU moves tiles to the GPUs.
 /// - potrf/potrs/posv (Cholesky), getrf/getrs/gesv (LU with incremental pivoting), geqrf/
 ///   gels (Householder QR, least squares), in tile_algorithms/*.hpp; they return LAPACK's info
 ///   (0 success, k > 0 the first failing column, 1-based) for numerical failure.
