@@ -6,7 +6,11 @@
 #   bench-args; bench-cpu: every CPU core as a worker too, at n = 40000; bench-lu: tile LU,
 #   GPU workers only, with the arguments in $BENCH_LU_ARGS (and a task trace of each point's
 #   last run in trace_getrf.csv when BENCH_LU_TRACE=1); bench-kernels: the CUDA LU kernels
-#   one at a time (bench_lu_kernels) with $BENCH_KERNEL_ARGS.
+#   one at a time (bench_lu_kernels) with $BENCH_KERNEL_ARGS; bench-qr: tile QR, GPU workers
+#   only, with $BENCH_QR_ARGS; batched: the batched benchmarks (bench_batched_getrf, _potrf,
+#   _geqrf, each with $BENCH_BATCHED_ARGS) and MAGMA's batched LU through torch
+#   (scripts/bench_batched_magma.py); accuracy: the tile-LU accuracy study on the GPU with
+#   $ACCURACY_ARGS (CSV per precision).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
@@ -16,7 +20,7 @@ bin=$root/bundle/bin
 steps=()
 bench_args=()
 for a in "$@"; do
-    case "$a" in tests|cli|bench|bench-cpu|bench-lu|bench-kernels) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
+    case "$a" in tests|cli|bench|bench-cpu|bench-lu|bench-kernels|bench-qr|batched|accuracy) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
 done
 [ ${#steps[@]} -eq 0 ] && steps=(tests cli bench)
 
@@ -68,6 +72,28 @@ for step in "${steps[@]}"; do
         # shellcheck disable=SC2086
         "$bin/bench_lu_kernels" --json "$out/bench_lu_kernels.jsonl" ${BENCH_KERNEL_ARGS:-} \
             > "$out/bench_lu_kernels.txt" 2>&1 || status=1
+        ;;
+    bench-qr)
+        # shellcheck disable=SC2086
+        STARPU_NCPU=0 "$bin/bench_geqrf" --json "$out/bench_geqrf.jsonl" ${BENCH_QR_ARGS:-} \
+            > "$out/bench_geqrf.txt" 2>&1 || status=1
+        ;;
+    batched)
+        for op in getrf potrf geqrf; do
+            [ -x "$bin/bench_batched_$op" ] || { echo "bench_batched_$op: not in the bundle" >> "$out/batched.txt"; continue; }
+            # shellcheck disable=SC2086
+            "$bin/bench_batched_$op" --json "$out/bench_batched_$op.jsonl" ${BENCH_BATCHED_ARGS:-} \
+                > "$out/bench_batched_$op.txt" 2>&1 || status=1
+        done
+        python3 "$root/scripts/bench_batched_magma.py" --json "$out/bench_batched_magma.jsonl" \
+            > "$out/bench_batched_magma.txt" 2>&1 || status=1
+        ;;
+    accuracy)
+        for p in d s; do
+            # shellcheck disable=SC2086
+            STARPU_NCPU=0 "$bin/starfact" accuracy --prec $p --seed 2026 ${ACCURACY_ARGS:-} \
+                --csv "$out/accuracy-gpu-$p.csv" > "$out/accuracy-gpu-$p.txt" 2>&1 || status=1
+        done
         ;;
     bench-cpu)
         "$bin/bench_potrf" --sizes 40000 --nb 2048 --warmup 6 --json "$out/bench_potrf_cpu.jsonl" \
