@@ -1,2 +1,525 @@
-// Batched getrf kernels (issue 5): being written.
+// Batched LU with partial pivoting (issue 5): our kernels for many small square matrices.
+//
+// n <= 64: one register kernel factors the whole matrix in one pass over memory. Each thread
+// holds one row; a group of threads (a sub-warp of 4..32 lanes, or a block of 64) holds one
+// matrix. Row interchanges are deferred: every row remembers its position in LAPACK's order
+// (`pos`), the pivot search takes the largest |a| among rows not yet chosen (ties to the
+// smallest position, as idamax), and rows are written to their final places at the end.
+//
+// n > 64: right-looking blocked LU with panels of 32 columns. Each panel (all rows below) is
+// factored by the same register kernel, one block per matrix (or, for panels taller than 512
+// rows, by a slower kernel working in global memory); the panel's interchanges and
+// U12 = L11^{-1} A12 are applied to the columns on its right by one parallel kernel; the
+// trailing update A22 -= A21 U12 is cuBLAS's batched gemm; the interchanges of later panels
+// are applied to the columns of L in one pass at the end.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <climits>
+#include <cstddef>
+
 #include "batched/cuda/common.cuh"
+
+namespace starfact::batched::cuda {
+namespace {
+
+// ---- Size thresholds --------------------------------------------------------------------
+struct GetrfTuning {
+    int whole_max_n;            // n <= this: one register kernel does the whole factorization
+    int panel_width;            // blocked path: columns per panel (the register kernel's NC)
+    int register_panel_rows;    // taller panels are factored in global memory
+    int swap_columns_per_block; // interchanges + U12 kernel: columns per block
+    int swap_warps;             // ... and warps per block
+    int left_swap_warps;        // final interchanges on L: column buffers per block
+};
+constexpr GetrfTuning kTuning{64, 32, 512, 64, 8, 8};
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+__host__ __device__ constexpr std::size_t align256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+constexpr unsigned kNoPos = 0xffffffffu;
+
+// ---- Pivot search -----------------------------------------------------------------------
+
+// A 64-bit key whose order is the order of |x| (bit patterns of non-negative floats are
+// monotonic), 0 reserved for "no candidate". A NaN gets the key of a zero, so it is chosen only
+// when nothing larger than zero is left and it comes first: the pivot always exists and is
+// in range, and the NaN spreads through its own matrix only.
+__device__ inline unsigned long long pivot_key(double x) {
+    if (isnan(x)) return 1ull;
+    return static_cast<unsigned long long>(__double_as_longlong(fabs(x))) + 1ull;
+}
+__device__ inline unsigned long long pivot_key(float x) {
+    if (isnan(x)) return 1ull;
+    return static_cast<unsigned long long>(__float_as_uint(fabsf(x))) + 1ull;
+}
+
+/// Max of a 64-bit key over the lanes of `mask`.
+__device__ inline unsigned long long group_max(unsigned mask, unsigned long long key) {
+    const unsigned hi = __reduce_max_sync(mask, static_cast<unsigned>(key >> 32));
+    const unsigned lo =
+        __reduce_max_sync(mask, static_cast<unsigned>(key >> 32) == hi ? static_cast<unsigned>(key) : 0u);
+    return (static_cast<unsigned long long>(hi) << 32) | lo;
+}
+
+template <class T>
+__device__ inline T safe_min();
+template <>
+__device__ inline double safe_min<double>() { return DBL_MIN; }
+template <>
+__device__ inline float safe_min<float>() { return FLT_MIN; }
+
+/// The multiplier l = a / piv as LAPACK's getrf2 computes it (reciprocal unless piv is tiny);
+/// a zero pivot leaves the column unscaled (its entries are zero anyway).
+template <class T>
+__device__ inline T multiplier(T a, T piv) {
+    if (piv == T(0)) return a;
+    return fabs(piv) >= safe_min<T>() ? a * (T(1) / piv) : a / piv;
+}
+
+// ---- Register kernel: a whole small matrix, or one panel of the blocked path ---------------
+//
+// SUB > 0: groups of SUB lanes (SUB <= 32), one matrix each, several per block, synchronized
+// with __syncwarp. SUB == 0: one matrix per block of blockDim.x (a multiple of 32, <= MAXT)
+// threads, synchronized with __syncthreads. Rows j0 .. n-1 and columns j0 .. j0+w-1 (w <= NC)
+// of the matrix are factored; thread t holds row j0 + t. `swaps` (panel mode) receives, per
+// matrix, at [0, w) the source row of each final position j0 + i and at [32, 32 + w) the final
+// position of each row j0 + i. `whole`: info is written, else only lowered from 0.
+template <class T, int NC, int SUB, int MAXT>
+__global__ void __launch_bounds__(MAXT)
+    lu_register_kernel(T* const* A, int lda, int n, int j0, int w, int* ipiv, int* info, int* swaps, int count,
+                       bool whole) {
+    constexpr int kSlots = SUB > 0 ? MAXT / SUB : MAXT / 32;
+    __shared__ T srow[2][kSlots][NC];
+    __shared__ unsigned long long skey[2][kSlots];
+    __shared__ int spos[2][kSlots];
+
+    const int lane = threadIdx.x & 31;
+    int b, t, slot, first_slot, nslots;
+    unsigned mask;
+    if constexpr (SUB > 0) {
+        const int group = threadIdx.x / SUB;
+        b = blockIdx.x * (blockDim.x / SUB) + group;
+        t = threadIdx.x % SUB;
+        slot = first_slot = group;
+        nslots = 1;
+        mask = SUB == 32 ? kFullMask : ((1u << SUB) - 1u) << (lane / SUB * SUB);
+    } else {
+        b = blockIdx.x;
+        t = threadIdx.x;
+        slot = threadIdx.x / 32;
+        first_slot = 0;
+        nslots = blockDim.x / 32;
+        mask = kFullMask;
+    }
+    if (b >= count) return;  // a whole group (SUB > 0) or block (SUB == 0)
+    const bool unit_leader = SUB > 0 ? t == 0 : lane == 0;
+
+    T* Ab = A[b];
+    const int m = n - j0;
+    T a[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+        a[c] = (t < m && c < w) ? Ab[(j0 + t) + static_cast<std::size_t>(j0 + c) * lda] : T(0);
+
+    int pos = t;
+    int linfo = 0;
+#pragma unroll
+    for (int j = 0; j < NC; ++j) {
+        if (j >= w) break;
+        const int par = j & 1;
+        const bool cand = t < m && pos >= j;
+        const unsigned long long key = cand ? pivot_key(a[j]) : 0ull;
+        const unsigned long long kmax = group_max(mask, key);
+        const bool top = cand && key == kmax;
+        const unsigned ppos = __reduce_min_sync(mask, top ? static_cast<unsigned>(pos) : kNoPos);
+        const bool winner = top && static_cast<unsigned>(pos) == ppos;
+        if (winner || (kmax == 0ull && unit_leader)) {
+            skey[par][slot] = kmax;
+            spos[par][slot] = winner ? pos : INT_MAX;
+        }
+        if (winner) {
+#pragma unroll
+            for (int c = j; c < NC; ++c) srow[par][slot][c] = a[c];
+        }
+        if constexpr (SUB > 0) {
+            __syncwarp(mask);
+        } else {
+            __syncthreads();
+        }
+        int bs = first_slot;
+        unsigned long long bk = skey[par][bs];
+        int bp = spos[par][bs];
+        for (int s = 1; s < nslots; ++s) {
+            const unsigned long long k = skey[par][first_slot + s];
+            const int p = spos[par][first_slot + s];
+            if (k > bk || (k == bk && p < bp)) {
+                bk = k;
+                bp = p;
+                bs = first_slot + s;
+            }
+        }
+        const T piv = srow[par][bs][j];
+        if (winner && bs == slot) {
+            pos = j;
+        } else if (pos == j) {
+            pos = bp;
+        }
+        if (t == 0) ipiv[static_cast<std::size_t>(b) * n + j0 + j] = j0 + bp + 1;
+        if (piv == T(0) && linfo == 0) linfo = j0 + j + 1;
+        if (t < m && pos > j) {
+            const T l = multiplier(a[j], piv);
+            a[j] = l;
+#pragma unroll
+            for (int c = j + 1; c < NC; ++c) a[c] -= l * srow[par][bs][c];
+        }
+    }
+
+    if (t < m) {
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+            if (c < w) Ab[(j0 + pos) + static_cast<std::size_t>(j0 + c) * lda] = a[c];
+    }
+    if (swaps != nullptr) {
+        int* sw = swaps + static_cast<std::size_t>(b) * 64;
+        if (t < m && pos < w) sw[pos] = j0 + t;
+        if (t < w) sw[32 + t] = j0 + pos;
+    }
+    if (t == 0) {
+        if (whole) {
+            info[b] = linfo;
+        } else if (linfo != 0 && info[b] == 0) {
+            info[b] = linfo;
+        }
+    }
+}
+
+// ---- Panels taller than the register kernel's rows: global memory, one block per matrix ----
+constexpr int kGlobalPanelThreads = 512;
+
+template <class T>
+__global__ void __launch_bounds__(kGlobalPanelThreads)
+    lu_global_panel_kernel(T* const* A, int lda, int n, int j0, int w, int* ipiv, int* info, int* swaps) {
+    __shared__ unsigned long long skey[kGlobalPanelThreads / 32];
+    __shared__ int srow[kGlobalPanelThreads / 32];
+    const int b = blockIdx.x;
+    const int t = threadIdx.x, lane = t & 31, warp = t / 32, nwarps = blockDim.x / 32;
+    T* P = A[b] + j0 + static_cast<std::size_t>(j0) * lda;  // the panel: rows 0..m-1, columns 0..w-1
+    const int m = n - j0;
+    int* piv_out = ipiv + static_cast<std::size_t>(b) * n + j0;
+    int linfo = 0;
+    for (int j = 0; j < w; ++j) {
+        T* col = P + static_cast<std::size_t>(j) * lda;
+        unsigned long long bk = 0ull;
+        int br = INT_MAX;
+        for (int r = j + t; r < m; r += blockDim.x) {
+            const unsigned long long k = pivot_key(col[r]);
+            if (k > bk) {
+                bk = k;
+                br = r;
+            }
+        }
+        const unsigned long long kmax = group_max(kFullMask, bk);
+        const bool top = bk != 0ull && bk == kmax;
+        const unsigned rmin = __reduce_min_sync(kFullMask, top ? static_cast<unsigned>(br) : kNoPos);
+        if (lane == 0) {
+            skey[warp] = kmax;
+            srow[warp] = kmax == 0ull ? INT_MAX : static_cast<int>(rmin);
+        }
+        __syncthreads();
+        unsigned long long best = skey[0];
+        int p = srow[0];
+        for (int s = 1; s < nwarps; ++s)
+            if (skey[s] > best || (skey[s] == best && srow[s] < p)) {
+                best = skey[s];
+                p = srow[s];
+            }
+        if (t == 0) piv_out[j] = j0 + p + 1;
+        if (p != j && t < w) {
+            T* cj = P + static_cast<std::size_t>(t) * lda;
+            const T x = cj[j];
+            cj[j] = cj[p];
+            cj[p] = x;
+        }
+        __syncthreads();
+        const T piv = col[j];
+        if (piv == T(0) && linfo == 0) linfo = j0 + j + 1;
+        for (int r = j + 1 + t; r < m; r += blockDim.x) {
+            const T l = multiplier(col[r], piv);
+            col[r] = l;
+            for (int c = j + 1; c < w; ++c) {
+                T* cc = P + static_cast<std::size_t>(c) * lda;
+                cc[r] -= l * cc[j];
+            }
+        }
+        __syncthreads();
+    }
+    if (t != 0) return;
+    if (linfo != 0 && info[b] == 0) info[b] = linfo;
+    // The panel's interchanges as one permutation: the content of positions j0 .. j0+w-1 and
+    // of the (at most w) positions below that receive a row of that range. Positions below
+    // only ever receive rows of the range (see lu_register_kernel's swaps for the format).
+    int content[32], out_pos[32], out_content[32];
+    int nout = 0;
+    for (int i = 0; i < w; ++i) content[i] = j0 + i;
+    for (int s = 0; s < w; ++s) {
+        const int p = piv_out[s] - 1;
+        if (p == j0 + s) continue;
+        if (p < j0 + w) {
+            const int x = content[s];
+            content[s] = content[p - j0];
+            content[p - j0] = x;
+            continue;
+        }
+        int k = 0;
+        while (k < nout && out_pos[k] != p) ++k;
+        if (k == nout) {
+            out_pos[k] = p;
+            out_content[k] = p;
+            ++nout;
+        }
+        const int x = content[s];
+        content[s] = out_content[k];
+        out_content[k] = x;
+    }
+    int* sw = swaps + static_cast<std::size_t>(b) * 64;
+    for (int i = 0; i < w; ++i) sw[32 + i] = j0 + i;  // rows that stay in the range
+    for (int i = 0; i < w; ++i) sw[i] = content[i];
+    for (int k = 0; k < nout; ++k) sw[32 + out_content[k] - j0] = out_pos[k];
+}
+
+// ---- The panel's interchanges and U12 = L11^{-1} A12 on the columns to its right -----------
+// One warp per column: lane i reads the row that ends at position j0 + i and, when row j0 + i
+// leaves the range, that row's value; all reads come before all writes. L11 (unit lower) is
+// held by rows in registers and the triangular solve runs by shuffles.
+template <class T>
+__global__ void __launch_bounds__(256)
+    lu_swap_trsm_kernel(T* const* A, int lda, int n, int j0, int w, const int* swaps, int cols_per_block) {
+    const int b = blockIdx.x;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    T* Ab = A[b];
+    const int c_begin = j0 + w + blockIdx.y * cols_per_block;
+    const int c_end = min(n, c_begin + cols_per_block);
+    const int* sw = swaps + static_cast<std::size_t>(b) * 64;
+    const int src = lane < w ? sw[lane] : 0;
+    const int dst = lane < w ? sw[32 + lane] : 0;
+    const bool leaves = lane < w && dst >= j0 + w;
+    T l[32];
+#pragma unroll
+    for (int k = 0; k < 32; ++k)
+        l[k] = (k < lane && lane < w) ? Ab[(j0 + lane) + static_cast<std::size_t>(j0 + k) * lda] : T(0);
+    for (int c = c_begin + warp; c < c_end; c += nwarps) {
+        T* col = Ab + static_cast<std::size_t>(c) * lda;
+        T v = lane < w ? col[src] : T(0);
+        const T o = leaves ? col[j0 + lane] : T(0);
+        __syncwarp();
+        if (leaves) col[dst] = o;
+#pragma unroll
+        for (int k = 0; k < 32; ++k) {
+            const T xk = __shfl_sync(kFullMask, v, k);
+            v -= l[k] * xk;
+        }
+        if (lane < w) col[j0 + lane] = v;
+    }
+}
+
+template <class T>
+__global__ void lu_gemm_pointers_kernel(T* const* A, int lda, int j0, int w, T** a21, T** u12, T** a22, int count) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= count) return;
+    T* base = A[b];
+    const std::size_t ld = static_cast<std::size_t>(lda);
+    a21[b] = base + (j0 + w) + j0 * ld;
+    u12[b] = base + j0 + (j0 + w) * ld;
+    a22[b] = base + (j0 + w) + (j0 + w) * ld;
+}
+
+// ---- Interchanges of later panels on the columns of L, one block per matrix ----------------
+// From the last panel back, perm[r] (r >= J, J = the first row of panel p + 1) is the row whose
+// value ends at position r after the interchanges of rows J .. n-1; each column of panel p is
+// then permuted through a shared-memory copy (coalesced reads and writes).
+template <class T>
+__global__ void lu_left_swaps_kernel(T* const* A, int lda, int n, const int* ipiv, int nb) {
+    extern __shared__ unsigned char smem[];
+    int* perm = reinterpret_cast<int*>(smem);
+    int* step = perm + n;
+    T* bufs = reinterpret_cast<T*>(smem + align256(2 * static_cast<std::size_t>(n) * sizeof(int)));
+    const int b = blockIdx.x;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    T* Ab = A[b];
+    const int* piv = ipiv + static_cast<std::size_t>(b) * n;
+    T* buf = bufs + static_cast<std::size_t>(warp) * n;
+    for (int r = threadIdx.x; r < n; r += blockDim.x) perm[r] = r;
+    const int npanels = (n + nb - 1) / nb;
+    for (int p = npanels - 2; p >= 0; --p) {
+        const int J = (p + 1) * nb;
+        const int Jend = min(n, J + nb);
+        for (int r = J + threadIdx.x; r < n; r += blockDim.x) step[r] = r;
+        __syncthreads();
+        if (threadIdx.x == 0)
+            for (int s = J; s < Jend; ++s) {
+                const int q = piv[s] - 1;
+                const int x = step[s];
+                step[s] = step[q];
+                step[q] = x;
+            }
+        __syncthreads();
+        for (int r = J + threadIdx.x; r < n; r += blockDim.x) perm[r] = step[perm[r]];
+        __syncthreads();
+        for (int c = p * nb + warp; c < J; c += nwarps) {
+            T* col = Ab + static_cast<std::size_t>(c) * lda;
+            for (int r = J + lane; r < n; r += 32) buf[r - J] = col[r];
+            __syncwarp();
+            for (int r = J + lane; r < n; r += 32)
+                if (perm[r] != r) col[r] = buf[perm[r] - J];
+            __syncwarp();
+        }
+        __syncthreads();
+    }
+}
+
+// The same for matrices too large for the shared-memory copy: LAPACK's laswp, one thread per
+// column (slow, uncoalesced, but any n).
+template <class T>
+__global__ void lu_left_swaps_serial_kernel(T* const* A, int lda, int n, const int* ipiv, int nb) {
+    const int b = blockIdx.x;
+    const int c = blockIdx.y * blockDim.x + threadIdx.x;
+    const int J = (c / nb + 1) * nb;
+    if (J >= n) return;
+    T* col = A[b] + static_cast<std::size_t>(c) * lda;
+    const int* piv = ipiv + static_cast<std::size_t>(b) * n;
+    for (int s = J; s < n; ++s) {
+        const int q = piv[s] - 1;
+        if (q != s) {
+            const T x = col[s];
+            col[s] = col[q];
+            col[q] = x;
+        }
+    }
+}
+
+// ---- Dispatch -------------------------------------------------------------------------------
+
+/// One whole-matrix instance: matrices of order <= max_n, SUB lanes per matrix (0: a block of
+/// MAXT threads), NC register columns.
+template <class T, int NC, int SUB, int MAXT>
+void launch_whole(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
+    const int per_block = SUB > 0 ? MAXT / SUB : 1;
+    lu_register_kernel<T, NC, SUB, MAXT><<<detail::ceil_div(count, per_block), MAXT, 0, launch.stream>>>(
+        A, lda, n, 0, n, ipiv, info, nullptr, count, true);
+    detail::check_launch("getrf (register kernel)");
+}
+
+template <class T>
+void launch_small(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
+    // The table of whole-matrix instances, smallest first.
+    if (n <= 4) return launch_whole<T, 4, 4, 128>(launch, n, A, lda, ipiv, info, count);
+    if (n <= 8) return launch_whole<T, 8, 8, 128>(launch, n, A, lda, ipiv, info, count);
+    if (n <= 16) return launch_whole<T, 16, 16, 128>(launch, n, A, lda, ipiv, info, count);
+    if (n <= 32) return launch_whole<T, 32, 32, 128>(launch, n, A, lda, ipiv, info, count);
+    static_assert(kTuning.whole_max_n == 64, "the instance table below ends at 64");
+    return launch_whole<T, 64, 0, 64>(launch, n, A, lda, ipiv, info, count);
+}
+
+inline cublasStatus_t gemm_batched(cublasHandle_t h, int m, int n, int k, const double* alpha,
+                                   const double* const* a, int lda, const double* const* b, int ldb,
+                                   const double* beta, double* const* c, int ldc, int count) {
+    return cublasDgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, count);
+}
+inline cublasStatus_t gemm_batched(cublasHandle_t h, int m, int n, int k, const float* alpha, const float* const* a,
+                                   int lda, const float* const* b, int ldb, const float* beta, float* const* c,
+                                   int ldc, int count) {
+    return cublasSgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, count);
+}
+
+constexpr std::size_t kSharedLimit = 200 * 1024;
+
+template <class T>
+std::size_t left_swap_shared(int n, int warps) {
+    return align256(2 * static_cast<std::size_t>(n) * sizeof(int)) +
+           static_cast<std::size_t>(warps) * n * sizeof(T);
+}
+
+}  // namespace
+
+template <class T>
+std::size_t getrf_workspace(int n, int count) {
+    if (n <= kTuning.whole_max_n || count <= 0) return 0;
+    using detail::WorkspaceCarver;
+    return WorkspaceCarver::round(static_cast<std::size_t>(count) * 64 * sizeof(int)) +
+           3 * WorkspaceCarver::round(static_cast<std::size_t>(count) * sizeof(T*));
+}
+
+template <class T>
+void getrf(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
+    if (count <= 0) return;
+    if (n <= 0) {
+        detail::check(cudaMemsetAsync(info, 0, static_cast<std::size_t>(count) * sizeof(int), launch.stream),
+                      "getrf (info)");
+        return;
+    }
+    if (n <= kTuning.whole_max_n) return launch_small<T>(launch, n, A, lda, ipiv, info, count);
+
+    detail::WorkspaceCarver carver(launch);
+    int* swaps = carver.take<int>(static_cast<std::size_t>(count) * 64);
+    T** a21 = carver.take<T*>(count);
+    T** u12 = carver.take<T*>(count);
+    T** a22 = carver.take<T*>(count);
+    detail::check(cudaMemsetAsync(info, 0, static_cast<std::size_t>(count) * sizeof(int), launch.stream),
+                  "getrf (info)");
+
+    cublasPointerMode_t mode;
+    detail::check(cublasGetPointerMode(launch.cublas, &mode), "getrf (cublasGetPointerMode)");
+    detail::check(cublasSetPointerMode(launch.cublas, CUBLAS_POINTER_MODE_HOST), "getrf (cublasSetPointerMode)");
+    const T minus_one = T(-1), one = T(1);
+    const int nb = kTuning.panel_width;
+    for (int j0 = 0; j0 < n; j0 += nb) {
+        const int w = n - j0 < nb ? n - j0 : nb;
+        const int m = n - j0;
+        if (m <= kTuning.register_panel_rows) {
+            const int threads = detail::ceil_div(m, 32) * 32;
+            lu_register_kernel<T, 32, 0, 512><<<count, threads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv, info,
+                                                                                     swaps, count, false);
+        } else {
+            lu_global_panel_kernel<T><<<count, kGlobalPanelThreads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv,
+                                                                                         info, swaps);
+        }
+        detail::check_launch("getrf (panel)");
+        const int rest = n - j0 - w;
+        if (rest <= 0) break;
+        const int per_block = kTuning.swap_columns_per_block;
+        const dim3 grid(count, detail::ceil_div(rest, per_block));
+        lu_swap_trsm_kernel<T><<<grid, kTuning.swap_warps * 32, 0, launch.stream>>>(A, lda, n, j0, w, swaps,
+                                                                                    per_block);
+        detail::check_launch("getrf (interchanges and U12)");
+        lu_gemm_pointers_kernel<T><<<detail::ceil_div(count, 256), 256, 0, launch.stream>>>(A, lda, j0, w, a21, u12,
+                                                                                            a22, count);
+        detail::check_launch("getrf (gemm pointers)");
+        detail::check(gemm_batched(launch.cublas, rest, rest, w, &minus_one, a21, lda, u12, lda, &one, a22, lda,
+                                   count),
+                      "getrf (trailing gemm)");
+    }
+    detail::check(cublasSetPointerMode(launch.cublas, mode), "getrf (cublasSetPointerMode)");
+
+    int warps = kTuning.left_swap_warps;
+    while (warps > 1 && left_swap_shared<T>(n, warps) > kSharedLimit) --warps;
+    const std::size_t shared = left_swap_shared<T>(n, warps);
+    if (shared <= kSharedLimit) {
+        detail::check(cudaFuncSetAttribute(lu_left_swaps_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(shared)),
+                      "getrf (shared memory)");
+        lu_left_swaps_kernel<T><<<count, warps * 32, shared, launch.stream>>>(A, lda, n, ipiv, nb);
+    } else {
+        const dim3 grid(count, detail::ceil_div(n, 128));
+        lu_left_swaps_serial_kernel<T><<<grid, 128, 0, launch.stream>>>(A, lda, n, ipiv, nb);
+    }
+    detail::check_launch("getrf (interchanges on L)");
+}
+
+template std::size_t getrf_workspace<float>(int, int);
+template std::size_t getrf_workspace<double>(int, int);
+template void getrf<float>(const Launch&, int, float* const*, int, int*, int*, int);
+template void getrf<double>(const Launch&, int, double* const*, int, int*, int*, int);
+
+}  // namespace starfact::batched::cuda
