@@ -1,22 +1,28 @@
 // Batched Householder QR (issue 5): geqrf (LAPACK's V/tau layout) and the least-squares solve
 // geqrs, on arrays of device matrices.
 //
-// geqrf is blocked twice. A panel of at most kQr.ib columns is factored by one thread block,
-// in shared memory when it fits (else in place in global memory): one warp owns a column,
-// computes its reflector (LAPACK's larfg: scaled norm, beta = -sign(alpha) ||(alpha, x)||,
-// tau = 0 for x = 0, safmin rescaling) and the other warps apply it to the columns they own,
-// one block barrier per column. The same kernel forms the panel's T (larft, forward,
-// columnwise, from V^T V) and writes V (unit lower, explicit zeros) and Y = V T to the
-// workspace. The columns of the outer block (kQr.nb wide) right of the panel are updated with
-// two batched gemms (W = Y^T C, C -= V W); the panels' Y are merged into the outer block's
-// (Y2 <- Y2 - Y1 (V1^T Y2), which is V [T1 T12; 0 T2] without forming T12), so the trailing
-// matrix sees one block reflector of width nb: two large batched gemms per outer step.
+// Small matrices (m <= kQr.small_rows, n <= 32) take one pass over memory: C lanes of a warp per
+// matrix (C the power of two >= n), lane c holding column c in registers (template <T, M, C>,
+// rows m..M-1 kept as zeros, which change no norm or product); lane j computes reflector j
+// (LAPACK's larfg: scaled norm, beta = -sign(alpha) ||(alpha, x)||, tau = 0 for x = 0, safmin
+// rescaling) and the lanes right of it apply it to their own columns, no shuffle involved.
+//
+// Larger ones are blocked twice. A panel of at most kQr.ib columns is factored by one thread
+// block, in shared memory when it fits (else in place in global memory): one warp owns a few
+// columns, computes their reflectors, and applies each published reflector to all its columns
+// at once (one block barrier per column). The panel's V (unit lower, explicit zeros) goes to
+// the workspace; G = V^T V (batched gemm), T from G and tau (larft, one warp per matrix) and
+// Y = V T (batched gemm) follow. The rest of the outer block (kQr.nb columns) is updated with
+// C -= V (Y^T C); the panels' Y are merged into the outer block's (Y2 <- Y2 - Y1 (V1^T Y2), which
+// is V [T1 T12; 0 T2] without forming T12), so the trailing matrix sees one block reflector of
+// width nb: two large batched gemms per outer step.
 //
 // geqrs gives each (matrix, right-hand side) pair one warp: Q^T b by the reflectors in order,
 // then back substitution with R, the column in shared memory when it fits.
 #include <algorithm>
 #include <cfloat>
 #include <climits>
+#include <cstdlib>
 
 #include "batched/cuda/common.cuh"
 
@@ -25,16 +31,35 @@ namespace {
 
 /// Size thresholds of the batched QR kernels.
 struct QrTable {
+    int small_rows;                  ///< m up to this (and n <= 32): the register kernel
+    int small_warps;                 ///< warps per block of the register kernel
     int ib;                          ///< panel width factored by one thread block (<= 32)
     int nb;                          ///< outer block width: the trailing update's rank (multiple of ib)
     std::size_t panel_smem_bytes;    ///< a panel up to this size is factored in shared memory
-    std::size_t chunk_bytes;         ///< the batch runs in chunks whose V, Y, W fit in this
-    int max_panel_warps;             ///< warps of a panel thread block
+    int panel_warps;                 ///< warps of a panel thread block (>= ib / kMaxOwned)
+    int panel_warps_tall;            ///< ... when the panel has at least panel_tall_rows rows
+    int panel_tall_rows;
+    std::size_t chunk_bytes;         ///< the batch runs in chunks whose workspace fits in this
     int geqrs_warps;                 ///< warps (one right-hand side each) per geqrs thread block
     std::size_t geqrs_smem_bytes;    ///< geqrs keeps its columns in shared memory up to this
 };
-constexpr QrTable kQr{32, 128, 200 * 1024, std::size_t(2) << 30, 16, 4, 96 * 1024};
+constexpr QrTable kQr{64, 4, 32, 128, 200 * 1024, 8, 16, 256, std::size_t(2) << 30, 4, 96 * 1024};
+/// Columns a warp of the panel kernel owns at most (its dot products run side by side).
+constexpr int kMaxOwned = 4;
+constexpr int kLdT = 32;  ///< leading dimension of the per-matrix G and T blocks
 static_assert(kQr.ib <= 32 && kQr.nb % kQr.ib == 0, "one warp holds a column of the panel's T");
+static_assert(kQr.panel_warps * kMaxOwned >= kQr.ib && kQr.panel_warps_tall * kMaxOwned >= kQr.ib,
+              "every panel column has an owner");
+
+/// The outer block width: kQr.nb, or $STARFACT_BATCHED_QR_NB (a multiple of ib) for tuning sweeps.
+int outer_block() {
+    static const int nb = [] {
+        const char* s = std::getenv("STARFACT_BATCHED_QR_NB");
+        const int v = s != nullptr ? std::atoi(s) : 0;
+        return v >= kQr.ib && v % kQr.ib == 0 ? v : kQr.nb;
+    }();
+    return nb;
+}
 
 template <class T>
 struct Safe;
@@ -42,10 +67,15 @@ template <>
 struct Safe<double> {
     // LAPACK's larfg threshold: dlamch('S') / dlamch('E').
     static constexpr double min = DBL_MIN / (DBL_EPSILON / 2);
+    // A plain sum of squares at least this large (and finite) lost nothing to underflow.
+    static constexpr double ssq_low = DBL_MIN / (DBL_EPSILON * DBL_EPSILON);
+    static constexpr double max = DBL_MAX;
 };
 template <>
 struct Safe<float> {
     static constexpr float min = FLT_MIN / (FLT_EPSILON / 2);
+    static constexpr float ssq_low = FLT_MIN / (FLT_EPSILON * FLT_EPSILON);
+    static constexpr float max = FLT_MAX;
 };
 
 constexpr unsigned kFull = 0xffffffffu;
@@ -68,15 +98,19 @@ __device__ T warp_nan_max(T v) {
     return v;
 }
 
-/// ||col[from..to)||_2 by one warp, scaled by the largest entry so it neither overflows nor
-/// underflows; NaN when an entry is NaN.
+/// ||col[from..to)||_2 by one warp: the plain sum of squares when it neither overflowed nor
+/// came near underflow, else scaled by the largest entry; NaN when an entry is NaN.
 template <class T>
 __device__ T warp_norm(const T* col, int from, int to, int lane) {
+    T s = 0;
+    for (int i = from + lane; i < to; i += 32) s += col[i] * col[i];
+    s = warp_sum(s);
+    if (s >= Safe<T>::ssq_low && s <= Safe<T>::max) return sqrt(s);
     T scale = 0;
     for (int i = from + lane; i < to; i += 32) scale = nan_max(scale, fabs(col[i]));
     scale = warp_nan_max(scale);
     if (scale == 0) return 0;
-    T s = 0;
+    s = 0;
     for (int i = from + lane; i < to; i += 32) {
         const T t = col[i] / scale;
         s += t * t;
@@ -116,7 +150,7 @@ __device__ T warp_larfg(T* col, int c, int mp, int lane) {
     return tau;
 }
 
-/// col <- (I - tau v v^T) col by one warp, v = [1; col_v[c+1..mp)], rows c..mp-1.
+/// col <- (I - tau v v^T) col by one warp, v = [1; v[c+1..mp)], rows c..mp-1.
 template <class T>
 __device__ void warp_apply(const T* v, T tau, T* col, int c, int mp, int lane) {
     T s = 0;
@@ -125,6 +159,40 @@ __device__ void warp_apply(const T* v, T tau, T* col, int c, int mp, int lane) {
     __syncwarp();
     if (lane == 0) col[c] -= s;
     for (int i = c + 1 + lane; i < mp; i += 32) col[i] -= s * v[i];
+    __syncwarp();
+}
+
+/// Reflector c (v = [1; P(c+1.., c)], tau) applied by one warp to the columns it owns,
+/// first, first + step, ... < iw: their dot products and reductions run side by side.
+template <class T>
+__device__ void warp_apply_owned(const T* v, T tau, T* P, int ldp, int first, int step, int iw, int c, int mp,
+                                 int lane) {
+    T s[kMaxOwned];
+#pragma unroll
+    for (int q = 0; q < kMaxOwned; ++q) s[q] = 0;
+    for (int i = c + 1 + lane; i < mp; i += 32) {
+        const T vi = v[i];
+#pragma unroll
+        for (int q = 0; q < kMaxOwned; ++q)
+            if (first + q * step < iw) s[q] += vi * P[i + (first + q * step) * ldp];
+    }
+    for (int o = 16; o > 0; o /= 2)
+#pragma unroll
+        for (int q = 0; q < kMaxOwned; ++q) s[q] += __shfl_xor_sync(kFull, s[q], o);
+#pragma unroll
+    for (int q = 0; q < kMaxOwned; ++q)
+        if (first + q * step < iw) s[q] = tau * (s[q] + P[c + (first + q * step) * ldp]);
+    __syncwarp();
+    if (lane == 0)
+#pragma unroll
+        for (int q = 0; q < kMaxOwned; ++q)
+            if (first + q * step < iw) P[c + (first + q * step) * ldp] -= s[q];
+    for (int i = c + 1 + lane; i < mp; i += 32) {
+        const T vi = v[i];
+#pragma unroll
+        for (int q = 0; q < kMaxOwned; ++q)
+            if (first + q * step < iw) P[i + (first + q * step) * ldp] -= s[q] * vi;
+    }
     __syncwarp();
 }
 
@@ -143,77 +211,19 @@ __device__ void factor_panel(T* P, int ldp, int mp, int iw, T* s_tau) {
         __syncthreads();
         const T t = s_tau[c];
         if (t == 0) continue;  // H = I, as LAPACK's larf
-        const T* v = P + static_cast<long long>(c) * ldp;
-        int first = c + 1 + ((warp - (c + 1)) % warps + warps) % warps;
-        for (int cc = first; cc < iw; cc += warps) warp_apply(v, t, P + static_cast<long long>(cc) * ldp, c, mp, lane);
+        const int first = c + 1 + ((warp - (c + 1)) % warps + warps) % warps;
+        if (first < iw) warp_apply_owned(P + static_cast<long long>(c) * ldp, t, P, ldp, first, warps, iw, c, mp, lane);
     }
     __syncthreads();
-}
-
-/// The panel's T (iw x iw upper, LAPACK's larft forward columnwise) into s_T (leading
-/// dimension 32), then V (explicit unit lower trapezoid, zeros above) and Y = V T into the
-/// workspace columns of this panel: rows 0..above-1 zero, rows above..above+mp-1 the panel's.
-template <class T>
-__device__ void write_v_and_y(const T* P, int ldp, int mp, int iw, const T* s_tau, T* s_T, T* V, T* Y, int ldv,
-                              int above) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    // G(a, b) = v_a^T v_b for a < b, in the strict upper part of s_T.
-    for (int p = warp; p < iw * iw; p += warps) {
-        const int a = p % iw, b = p / iw;
-        if (a >= b) continue;
-        const T* va = P + static_cast<long long>(a) * ldp;
-        const T* vb = P + static_cast<long long>(b) * ldp;
-        T s = 0;
-        for (int r = b + 1 + lane; r < mp; r += 32) s += va[r] * vb[r];
-        s = warp_sum(s);
-        if (lane == 0) s_T[a + 32 * b] = s + va[b];
-    }
-    __syncthreads();
-    // T(0:c, c) = -tau_c T(0:c, 0:c) G(0:c, c), T(c, c) = tau_c, one column at a time.
-    if (warp == 0) {
-        for (int c = 0; c < iw; ++c) {
-            T t = 0;
-            if (lane < c)
-                for (int l = lane; l < c; ++l) t += s_T[lane + 32 * l] * s_T[l + 32 * c];
-            __syncwarp();
-            if (lane < c) s_T[lane + 32 * c] = -s_tau[c] * t;
-            if (lane == c) s_T[c + 32 * c] = s_tau[c];
-            if (lane > c) s_T[lane + 32 * c] = 0;
-            __syncwarp();
-        }
-    }
-    __syncthreads();
-    for (int r = threadIdx.x; r < above; r += blockDim.x)
-        for (int c = 0; c < iw; ++c) {
-            V[r + static_cast<long long>(c) * ldv] = 0;
-            Y[r + static_cast<long long>(c) * ldv] = 0;
-        }
-    for (int r = threadIdx.x; r < mp; r += blockDim.x) {
-        T v[32];
-#pragma unroll
-        for (int l = 0; l < 32; ++l) {
-            v[l] = l < iw ? (r > l ? P[r + static_cast<long long>(l) * ldp] : (r == l ? T(1) : T(0))) : T(0);
-        }
-        T* vrow = V + above + r;
-        T* yrow = Y + above + r;
-        for (int c = 0; c < iw; ++c) {
-            T y = 0;
-#pragma unroll
-            for (int l = 0; l < 32; ++l) y += v[l] * s_T[l + 32 * c];
-            vrow[static_cast<long long>(c) * ldv] = r > c ? P[r + static_cast<long long>(c) * ldp] : (r == c ? T(1) : T(0));
-            yrow[static_cast<long long>(c) * ldv] = y;
-        }
-    }
 }
 
 /// One panel of every matrix of the batch: columns row0..row0+iw-1, rows row0..m-1. When V is
-/// not null, also V and Y (workspace, leading dimension ldv, matrix b at offset b * vstride,
-/// this panel's columns at column `above`, its top row at row `above`).
+/// not null, also writes the panel's V explicitly: matrix b's at V + b * vstride (leading
+/// dimension ldv), rows 0..above-1 zero, then the unit lower trapezoid.
 template <class T>
 __global__ void __launch_bounds__(512) panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau,
-                                                   T* V, T* Y, int ldv, long long vstride, int above, bool in_smem) {
+                                                   T* V, int ldv, long long vstride, int above, bool in_smem) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    __shared__ T s_T[32 * 32];
     __shared__ T s_tau[32];
     const int b = blockIdx.x;
     const int mp = m - row0;
@@ -222,20 +232,171 @@ __global__ void __launch_bounds__(512) panel_kernel(T* const* A, int lda, int m,
     int ldp = lda;
     if (in_smem) {
         P = reinterpret_cast<T*>(smem_raw);
-        ldp = mp;
+        ldp = mp | 1;
         for (int c = 0; c < iw; ++c)
-            for (int r = threadIdx.x; r < mp; r += blockDim.x) P[r + c * mp] = Ag[r + static_cast<long long>(c) * lda];
+            for (int r = threadIdx.x; r < mp; r += blockDim.x) P[r + c * ldp] = Ag[r + static_cast<long long>(c) * lda];
         __syncthreads();
     }
     factor_panel(P, ldp, mp, iw, s_tau);
     if (static_cast<int>(threadIdx.x) < iw) tau[static_cast<long long>(b) * ntau + row0 + threadIdx.x] = s_tau[threadIdx.x];
     if (V != nullptr) {
-        const long long off = b * vstride + static_cast<long long>(above) * ldv;
-        write_v_and_y(P, ldp, mp, iw, s_tau, s_T, V + off, Y + off, ldv, above);
+        T* Vb = V + b * vstride;
+        for (int c = 0; c < iw; ++c)
+            for (int r = threadIdx.x; r < above + mp; r += blockDim.x) {
+                const int rr = r - above;
+                Vb[r + static_cast<long long>(c) * ldv] =
+                    rr > c ? P[rr + static_cast<long long>(c) * ldp] : (rr == c ? T(1) : T(0));
+            }
     }
     if (in_smem)
         for (int c = 0; c < iw; ++c)
-            for (int r = threadIdx.x; r < mp; r += blockDim.x) Ag[r + static_cast<long long>(c) * lda] = P[r + c * mp];
+            for (int r = threadIdx.x; r < mp; r += blockDim.x) Ag[r + static_cast<long long>(c) * lda] = P[r + c * ldp];
+}
+
+/// LAPACK's larft (forward, columnwise) from the Gram matrix G = V^T V of a panel: T(0:c, c) =
+/// -tau_c T(0:c, 0:c) G(0:c, c), T(c, c) = tau_c, zeros below. One warp per matrix; G and T
+/// are iw x iw blocks with leading dimension kLdT at b * stride.
+template <class T>
+__global__ void larft_kernel(const T* G, T* Tm, long long stride, const T* tau, int ntau, int col0, int iw, int count) {
+    __shared__ T s[4][32 * 33];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const long long b = static_cast<long long>(blockIdx.x) * 4 + warp;
+    if (b >= count) return;  // whole warps only: no block barrier below
+    T* sT = s[warp];
+    const T* g = G + b * stride;
+    for (int c = 0; c < iw; ++c) sT[lane + 33 * c] = lane < iw ? g[lane + kLdT * c] : T(0);
+    const T my_tau = lane < iw ? tau[b * ntau + col0 + lane] : T(0);
+    __syncwarp();
+    for (int c = 0; c < iw; ++c) {
+        const T tc = __shfl_sync(kFull, my_tau, c);
+        T t = 0;
+        if (lane < c)
+            for (int l = lane; l < c; ++l) t += sT[lane + 33 * l] * sT[l + 33 * c];
+        __syncwarp();
+        sT[lane + 33 * c] = lane < c ? -tc * t : (lane == c ? tc : T(0));
+        __syncwarp();
+    }
+    T* out = Tm + b * stride;
+    for (int c = 0; c < iw; ++c) out[lane + kLdT * c] = sT[lane + 33 * c];
+}
+
+/// LAPACK's larfg on the column a (rows j..m-1; rows m..M-1 are zeros) held by one lane.
+template <class T, int M>
+__device__ T lane_larfg(T (&a)[M], int j) {
+    T alpha = 0, ssq = 0;
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+        if (i == j) alpha = a[i];
+        if (i > j) ssq += a[i] * a[i];
+    }
+    auto scaled_norm = [&] {
+        T scale = 0;
+#pragma unroll
+        for (int i = 0; i < M; ++i)
+            if (i > j) scale = nan_max(scale, fabs(a[i]));
+        if (scale == 0) return T(0);
+        T s = 0;
+#pragma unroll
+        for (int i = 0; i < M; ++i)
+            if (i > j) s += (a[i] / scale) * (a[i] / scale);
+        return scale * sqrt(s);
+    };
+    T xnorm = ssq >= Safe<T>::ssq_low && ssq <= Safe<T>::max ? sqrt(ssq) : scaled_norm();
+    if (xnorm == 0) return 0;
+    T beta = -copysign(hypot(alpha, xnorm), alpha);
+    int knt = 0;
+    if (fabs(beta) < Safe<T>::min) {
+        const T rsafmn = T(1) / Safe<T>::min;
+        do {
+            ++knt;
+#pragma unroll
+            for (int i = 0; i < M; ++i)
+                if (i > j) a[i] *= rsafmn;
+            beta *= rsafmn;
+            alpha *= rsafmn;
+        } while (fabs(beta) < Safe<T>::min && knt < 20);
+        xnorm = scaled_norm();
+        beta = -copysign(hypot(alpha, xnorm), alpha);
+    }
+    const T tau = (beta - alpha) / beta;
+    const T scal = T(1) / (alpha - beta);
+    for (int k = 0; k < knt; ++k) beta *= Safe<T>::min;
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+        if (i > j) a[i] *= scal;
+        if (i == j) a[i] = beta;
+    }
+    return tau;
+}
+
+/// Whole small matrices (m <= M, n <= C): C lanes per matrix, 32 / C matrices per warp, lane c
+/// of a group holding column c in registers; staged through shared memory so that global
+/// memory is read and written once, coalesced.
+template <class T, int M, int C>
+__global__ void __launch_bounds__(128) small_kernel(T* const* A, int lda, int m, int n, T* tau, int count) {
+    constexpr int G = 32 / C;  // matrices per warp
+    constexpr int LD = M + 1;  // odd: lanes reading different columns hit different banks
+    constexpr int kWarpElems = G * C * LD + G * (M + 1);
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    T* stage = reinterpret_cast<T*>(smem_raw) + warp * kWarpElems;
+    const int g = lane / C, c = lane % C;
+    T* v = stage + G * C * LD + g * (M + 1);  // this group's reflector; v[M] holds tau
+    const long long first = (static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + warp) * G;
+    const int mn = m * n;
+    for (int q = 0; q < G && first + q < count; ++q) {
+        const T* src = A[first + q];
+        for (int e = lane; e < mn; e += 32) {
+            const int i = e % m, j = e / m;
+            stage[q * C * LD + j * LD + i] = src[i + static_cast<long long>(j) * lda];
+        }
+    }
+    __syncwarp();
+    const long long b = first + g;
+    const bool active = b < count && c < n;
+    T a[M];
+#pragma unroll
+    for (int i = 0; i < M; ++i) a[i] = active && i < m ? stage[(g * C + c) * LD + i] : T(0);
+    T my_tau = 0;
+    for (int j = 0; j < n; ++j) {
+        if (active && c == j) {
+            my_tau = lane_larfg(a, j);
+#pragma unroll
+            for (int i = 0; i < M; ++i) v[i] = i > j ? a[i] : (i == j ? T(1) : T(0));
+            v[M] = my_tau;
+        }
+        __syncwarp();
+        if (active && c > j) {
+            const T t = v[M];
+            if (t != T(0)) {
+                T s0 = 0, s1 = 0;
+#pragma unroll
+                for (int i = 0; i < M; i += 2) {
+                    if (i >= j) s0 += v[i] * a[i];
+                    if (i + 1 >= j && i + 1 < M) s1 += v[i + 1] * a[i + 1];
+                }
+                const T s = t * (s0 + s1);
+#pragma unroll
+                for (int i = 0; i < M; ++i)
+                    if (i >= j) a[i] -= s * v[i];
+            }
+        }
+        __syncwarp();
+    }
+    if (active) {
+#pragma unroll
+        for (int i = 0; i < M; ++i)
+            if (i < m) stage[(g * C + c) * LD + i] = a[i];
+        tau[b * n + c] = my_tau;
+    }
+    __syncwarp();
+    for (int q = 0; q < G && first + q < count; ++q) {
+        T* dst = A[first + q];
+        for (int e = lane; e < mn; e += 32) {
+            const int i = e % m, j = e / m;
+            dst[i + static_cast<long long>(j) * lda] = stage[q * C * LD + j * LD + i];
+        }
+    }
 }
 
 /// One warp per (matrix, right-hand side): info from R's diagonal, then Q^T b and R^{-1}.
@@ -310,114 +471,190 @@ private:
     cublasPointerMode_t saved_ = CUBLAS_POINTER_MODE_HOST;
 };
 
-/// How geqrf runs a given problem: the outer block, whether it needs the workspace, and how
-/// many matrices go through it at once.
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            double alpha, const double* A, int lda, long long sa, const double* B, int ldb,
+                            long long sb, double beta, double* C, int ldc, long long sc, int count) {
+    return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, count);
+}
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            float alpha, const float* A, int lda, long long sa, const float* B, int ldb, long long sb,
+                            float beta, float* C, int ldc, long long sc, int count) {
+    return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, count);
+}
+
+constexpr int kSmallRowsMax = 64;  // the largest row bound M of small_kernel's instantiations
+static_assert(kQr.small_rows <= kSmallRowsMax, "small_kernel has no instantiation for these rows");
+
+/// How geqrf runs a given problem: which path, the outer block, and how many matrices go
+/// through the workspace at once.
 struct QrPlan {
-    int w = 0;        ///< outer block width actually used (min(nb, n))
-    bool blocked = false;
+    enum class Path { small, panel, blocked };
+    Path path = Path::small;
+    int nb = 0;
     int chunk = 0;
-    std::size_t v_elems = 0, w_elems = 0;  ///< per matrix, V (= Y) and W
+    int arrays = 0;  ///< pointer arrays of `chunk` entries
+    std::size_t v_elems = 0, w_elems = 0, t_elems = 0;  ///< per matrix: V (= Y), W, G (= T)
 
     template <class T>
     static QrPlan make(int m, int n, int count) {
         QrPlan p;
-        p.w = std::min(kQr.nb, n);
-        p.blocked = n > kQr.ib;
         p.chunk = count;
-        if (!p.blocked || count <= 0) return p;
-        p.v_elems = static_cast<std::size_t>(m) * p.w;
-        p.w_elems = static_cast<std::size_t>(p.w) * n;
-        const std::size_t per = (2 * p.v_elems + p.w_elems) * sizeof(T) + 3 * sizeof(T*);
+        if (m <= kQr.small_rows && n <= 32) return p;
+        p.path = n <= kQr.ib ? Path::panel : Path::blocked;
+        if (p.path == Path::panel || count <= 0) return p;
+        p.nb = std::min(outer_block(), n);
+        p.v_elems = static_cast<std::size_t>(m) * p.nb;
+        p.w_elems = static_cast<std::size_t>(p.nb) * n;
+        p.t_elems = static_cast<std::size_t>(kLdT) * kLdT;
+        p.arrays = 4 + 2 * detail::ceil_div(p.nb, kQr.ib);
+        const std::size_t per = (2 * p.v_elems + p.w_elems + 2 * p.t_elems) * sizeof(T) + p.arrays * sizeof(T*);
         p.chunk = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(count, kQr.chunk_bytes / per)));
         return p;
     }
     template <class T>
     std::size_t bytes() const {
-        if (!blocked) return 0;
+        if (path != Path::blocked) return 0;
         const std::size_t c = static_cast<std::size_t>(chunk);
-        return 2 * detail::WorkspaceCarver::round(c * v_elems * sizeof(T)) +
-               detail::WorkspaceCarver::round(c * w_elems * sizeof(T)) + 3 * detail::WorkspaceCarver::round(c * sizeof(T*));
+        auto r = [](std::size_t b) { return detail::WorkspaceCarver::round(b); };
+        return 2 * r(c * v_elems * sizeof(T)) + r(c * w_elems * sizeof(T)) + 2 * r(c * t_elems * sizeof(T)) +
+               r(c * arrays * sizeof(T*));
     }
 };
 
 template <class T>
-void launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, T* Y,
-                  int ldv, long long vstride, int above, int count) {
+void launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv,
+                  long long vstride, int above, int count) {
     const int mp = m - row0;
-    const std::size_t bytes = static_cast<std::size_t>(mp) * iw * sizeof(T);
+    const std::size_t bytes = static_cast<std::size_t>(mp | 1) * iw * sizeof(T);
     const bool in_smem = bytes <= kQr.panel_smem_bytes;
     const std::size_t smem = in_smem ? bytes : 0;
     if (smem > 48 * 1024)
         detail::check(cudaFuncSetAttribute(panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem)),
                       "geqrf panel shared memory");
-    // Enough warps to own one or two columns each, but no more than the rows keep busy.
-    const int warps = std::max(1, std::min({kQr.max_panel_warps, (iw + 1) / 2, 4 * detail::ceil_div(mp, 32)}));
-    panel_kernel<T><<<count, 32 * warps, smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, Y, ldv, vstride,
-                                                              above, in_smem);
+    const int warps = mp >= kQr.panel_tall_rows ? kQr.panel_warps_tall : kQr.panel_warps;
+    panel_kernel<T><<<count, 32 * warps, smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above,
+                                                              in_smem);
     detail::check_launch("geqrf panel");
 }
 
-/// Pointer arrays for one batched gemm: three device arrays of `count` pointers.
+template <class T, int M, int C>
+void launch_small_mc(const Launch& launch, T* const* A, int lda, int m, int n, T* tau, int count) {
+    constexpr int G = 32 / C;
+    const int warps = kQr.small_warps;
+    const std::size_t smem = static_cast<std::size_t>(warps) * (G * C * (M + 1) + G * (M + 1)) * sizeof(T);
+    if (smem > 48 * 1024)
+        detail::check(cudaFuncSetAttribute(small_kernel<T, M, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem)),
+                      "geqrf small shared memory");
+    const int per_block = warps * G;
+    small_kernel<T, M, C><<<detail::ceil_div(count, per_block), 32 * warps, smem, launch.stream>>>(A, lda, m, n, tau,
+                                                                                                  count);
+    detail::check_launch("geqrf small");
+}
+
+/// The smallest row bound M >= m (M, 2M, ... up to kSmallRowsMax) for C columns.
+template <class T, int M, int C>
+void launch_small_rows(const Launch& launch, T* const* A, int lda, int m, int n, T* tau, int count) {
+    if constexpr (M < kSmallRowsMax) {
+        if (m > M) {
+            launch_small_rows<T, 2 * M, C>(launch, A, lda, m, n, tau, count);
+            return;
+        }
+    }
+    launch_small_mc<T, M, C>(launch, A, lda, m, n, tau, count);
+}
+
 template <class T>
-struct GemmPointers {
-    T** a;
-    T** b;
-    T** c;
+void launch_small(const Launch& launch, T* const* A, int lda, int m, int n, T* tau, int count) {
+    if (n <= 8)
+        launch_small_rows<T, 8, 8>(launch, A, lda, m, n, tau, count);
+    else if (n <= 16)
+        launch_small_rows<T, 16, 16>(launch, A, lda, m, n, tau, count);
+    else
+        launch_small_rows<T, 32, 32>(launch, A, lda, m, n, tau, count);
+}
+
+/// The workspace of the blocked path, carved as the plan says.
+template <class T>
+struct QrWork {
+    T *V, *Y, *W, *G, *Tm;
+    T** ptrs;
+    int chunk;
+    T** array(int q) const { return ptrs + static_cast<std::size_t>(q) * chunk; }
 };
 
-/// geqrf of `count` matrices with the workspace pieces of the plan.
+/// Blocked geqrf of `count` (<= plan.chunk) matrices.
 template <class T>
-void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* const* A, int lda, T* tau, int count, T* V,
-                 T* Y, T* W, GemmPointers<T> p) {
+void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* const* A, int lda, T* tau, int count,
+                 const QrWork<T>& ws) {
     cudaStream_t s = launch.stream;
-    const int ib = kQr.ib, nbw = plan.w;
-    const long long vs = static_cast<long long>(plan.v_elems), ws = static_cast<long long>(plan.w_elems);
+    cublasHandle_t h = launch.cublas;
+    const int ib = kQr.ib, nb = plan.nb;
+    const long long vs = static_cast<long long>(plan.v_elems), wst = static_cast<long long>(plan.w_elems),
+                    ts = static_cast<long long>(plan.t_elems);
     const cublasOperation_t N = CUBLAS_OP_N, Tr = CUBLAS_OP_T;
-    strided_pointers(p.b, W, ws, count, s);  // W is the gemms' middle operand throughout
-    for (int k = 0; k < n; k += nbw) {
-        const int w = std::min(nbw, n - k), mp = m - k;
+    T* V = ws.V;
+    T* Y = ws.Y;
+    T* W = ws.W;
+    // Pointer arrays of the workspace blocks the pointer-array gemms (those that touch A) use:
+    // the same in every outer step, since V and Y rows count from the step's first row.
+    T** Wp = ws.array(0);
+    T** V0p = ws.array(1);
+    T** Y0p = ws.array(2);
+    T** Cp = ws.array(3);
+    auto Vjp = [&](int j) { return ws.array(4 + 2 * (j / ib)); };
+    auto Yjp = [&](int j) { return ws.array(5 + 2 * (j / ib)); };
+    strided_pointers(Wp, W, wst, count, s);
+    strided_pointers(V0p, V, vs, count, s);
+    strided_pointers(Y0p, Y, vs, count, s);
+    for (int j = 0; j < nb; j += ib) {
+        strided_pointers(Vjp(j), V + j + static_cast<long long>(j) * m, vs, count, s);
+        strided_pointers(Yjp(j), Y + j + static_cast<long long>(j) * m, vs, count, s);
+    }
+    for (int k = 0; k < n; k += nb) {
+        const int w = std::min(nb, n - k), mp = m - k;
         const bool trailing = k + w < n;
         for (int j = 0; j < w; j += ib) {
             const int iw = std::min(ib, w - j);
             const bool right = k + j + iw < n;
-            launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? V : nullptr, Y, m, vs, j, count);
+            T* Vj = V + static_cast<long long>(j) * m;  // column j of V, row 0
+            T* Yj = Y + static_cast<long long>(j) * m;
+            launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? Vj : nullptr, m, vs, j, count);
+            if (!right) continue;
+            // T of the panel from G = V_j^T V_j, then Y_j = V_j T_j (V_j's rows above j are zero).
+            detail::check(gemm_strided(h, Tr, N, iw, iw, mp - j, T(1), Vj + j, m, vs, Vj + j, m, vs, T(0), ws.G, kLdT,
+                                       ts, count),
+                          "geqrf gemm G = V^T V");
+            larft_kernel<T><<<detail::ceil_div(count, 4), 128, 0, s>>>(ws.G, ws.Tm, ts, tau, n, k + j, iw, count);
+            detail::check_launch("geqrf larft");
+            detail::check(gemm_strided(h, N, N, mp, iw, iw, T(1), Vj, m, vs, ws.Tm, kLdT, ts, T(0), Yj, m, vs, count),
+                          "geqrf gemm Y = V T");
             const int nc = w - j - iw;
             if (nc > 0) {
-                // Rest of the outer block: C -= V_j (Y_j^T C), Y_j = V_j T_j.
-                detail::offset_pointers(p.c, A, (k + j) + static_cast<long long>(k + j + iw) * lda, count, s);
-                strided_pointers(p.a, Y + j + static_cast<long long>(j) * m, vs, count, s);
-                detail::check(gemm_batched(launch.cublas, Tr, N, iw, nc, mp - j, T(1), p.a, m, p.c, lda, T(0), p.b,
-                                           ib, count),
+                // The rest of the outer block: C -= V_j (Y_j^T C).
+                detail::offset_pointers(Cp, A, (k + j) + static_cast<long long>(k + j + iw) * lda, count, s);
+                detail::check(gemm_batched(h, Tr, N, iw, nc, mp - j, T(1), Yjp(j), m, Cp, lda, T(0), Wp, ib, count),
                               "geqrf gemm W = Y^T C");
-                strided_pointers(p.a, V + j + static_cast<long long>(j) * m, vs, count, s);
-                detail::check(gemm_batched(launch.cublas, N, N, mp - j, nc, iw, T(-1), p.a, m, p.b, ib, T(1), p.c,
-                                           lda, count),
+                detail::check(gemm_batched(h, N, N, mp - j, nc, iw, T(-1), Vjp(j), m, Wp, ib, T(1), Cp, lda, count),
                               "geqrf gemm C -= V W");
             }
             if (trailing && j > 0) {
                 // Y(:, j:j+iw) -= Y(:, 0:j) (V(:, 0:j)^T Y(:, j:j+iw)): the block reflector of
                 // columns 0..j+iw-1 of the outer block is I - V Y^T.
-                strided_pointers(p.a, V + j, vs, count, s);
-                strided_pointers(p.c, Y + j + static_cast<long long>(j) * m, vs, count, s);
-                detail::check(gemm_batched(launch.cublas, Tr, N, j, iw, mp - j, T(1), p.a, m, p.c, m, T(0), p.b, nbw,
+                detail::check(gemm_strided(h, Tr, N, j, iw, mp - j, T(1), V + j, m, vs, Yj + j, m, vs, T(0), W, nb, wst,
                                            count),
                               "geqrf gemm Z = V^T Y");
-                strided_pointers(p.a, Y, vs, count, s);
-                strided_pointers(p.c, Y + static_cast<long long>(j) * m, vs, count, s);
-                detail::check(gemm_batched(launch.cublas, N, N, mp, iw, j, T(-1), p.a, m, p.b, nbw, T(1), p.c, m,
-                                           count),
+                detail::check(gemm_strided(h, N, N, mp, iw, j, T(-1), Y, m, vs, W, nb, wst, T(1), Yj, m, vs, count),
                               "geqrf gemm Y -= Y Z");
             }
         }
         if (trailing) {
             const int nc = n - k - w;
-            detail::offset_pointers(p.c, A, k + static_cast<long long>(k + w) * lda, count, s);
-            strided_pointers(p.a, Y, vs, count, s);
-            detail::check(gemm_batched(launch.cublas, Tr, N, w, nc, mp, T(1), p.a, m, p.c, lda, T(0), p.b, nbw, count),
+            detail::offset_pointers(Cp, A, k + static_cast<long long>(k + w) * lda, count, s);
+            detail::check(gemm_batched(h, Tr, N, w, nc, mp, T(1), Y0p, m, Cp, lda, T(0), Wp, nb, count),
                           "geqrf trailing gemm W = Y^T C");
-            strided_pointers(p.a, V, vs, count, s);
-            detail::check(gemm_batched(launch.cublas, N, N, mp, nc, w, T(-1), p.a, m, p.b, nbw, T(1), p.c, lda, count),
+            detail::check(gemm_batched(h, N, N, mp, nc, w, T(-1), V0p, m, Wp, nb, T(1), Cp, lda, count),
                           "geqrf trailing gemm C -= V W");
         }
     }
@@ -435,20 +672,28 @@ template <class T>
 void geqrf(const Launch& launch, int m, int n, T* const* A, int lda, T* tau, int count) {
     if (count <= 0 || n <= 0) return;
     const QrPlan plan = QrPlan::make<T>(m, n, count);
-    if (!plan.blocked) {
-        launch_panel<T>(launch, A, lda, m, 0, n, tau, n, nullptr, nullptr, m, 0, 0, count);
+    if (plan.path == QrPlan::Path::small) {
+        launch_small<T>(launch, A, lda, m, n, tau, count);
+        return;
+    }
+    if (plan.path == QrPlan::Path::panel) {
+        launch_panel<T>(launch, A, lda, m, 0, n, tau, n, nullptr, m, 0, 0, count);
         return;
     }
     detail::WorkspaceCarver carve(launch);
     const std::size_t c = static_cast<std::size_t>(plan.chunk);
-    T* V = carve.take<T>(c * plan.v_elems);
-    T* Y = carve.take<T>(c * plan.v_elems);
-    T* W = carve.take<T>(c * plan.w_elems);
-    GemmPointers<T> p{carve.take<T*>(c), carve.take<T*>(c), carve.take<T*>(c)};
+    QrWork<T> ws{};
+    ws.V = carve.take<T>(c * plan.v_elems);
+    ws.Y = carve.take<T>(c * plan.v_elems);
+    ws.W = carve.take<T>(c * plan.w_elems);
+    ws.G = carve.take<T>(c * plan.t_elems);
+    ws.Tm = carve.take<T>(c * plan.t_elems);
+    ws.ptrs = carve.take<T*>(c * plan.arrays);
+    ws.chunk = plan.chunk;
     HostPointerMode mode(launch.cublas);
     for (int first = 0; first < count; first += plan.chunk) {
         const int cnt = std::min(plan.chunk, count - first);
-        geqrf_chunk<T>(launch, plan, m, n, A + first, lda, tau + static_cast<long long>(first) * n, cnt, V, Y, W, p);
+        geqrf_chunk<T>(launch, plan, m, n, A + first, lda, tau + static_cast<long long>(first) * n, cnt, ws);
     }
 }
 
