@@ -1,17 +1,17 @@
 // Batched LU with partial pivoting (issue 5): our kernels for many small square matrices.
 //
-// n <= 64: one register kernel factors the whole matrix in one pass over memory. Each thread
-// holds one row; a group of threads (a sub-warp of 4..32 lanes, or a block of 64) holds one
-// matrix. Row interchanges are deferred: every row remembers its position in LAPACK's order
+// n <= 32: one register kernel factors the whole matrix in one pass over memory. Each thread
+// holds one row; a group of threads (a sub-warp of 4..32 lanes) holds one matrix. Row interchanges are deferred: every row remembers its position in LAPACK's order
 // (`pos`), the pivot search takes the largest |a| among rows not yet chosen (ties to the
 // smallest position, as idamax), and rows are written to their final places at the end.
 //
-// n > 64: right-looking blocked LU with panels of 32 columns. Each panel (all rows below) is
-// factored by the same register kernel, one block per matrix (or, for panels taller than 512
-// rows, by a slower kernel working in global memory); the panel's interchanges and
-// U12 = L11^{-1} A12 are applied to the columns on its right by one parallel kernel; the
-// trailing update A22 -= A21 U12 is cuBLAS's batched gemm; the interchanges of later panels
-// are applied to the columns of L in one pass at the end.
+// n > 32: right-looking LU blocked on two levels: outer blocks of 64 columns made of two panels
+// of 32. Each panel (all rows below) is factored by the same register kernel, one block per
+// matrix (or, for panels taller than 512 rows, by a slower kernel working in global memory).
+// A block's interchanges and U12 = L11^{-1} A12 are applied to the columns on its right by one
+// parallel kernel, and the update A22 -= A21 U12 is cuBLAS's batched gemm: inside an outer
+// block with k = 32, on the trailing matrix with k = 64 (half the memory traffic of 32). The
+// interchanges of later outer blocks are applied to the columns of L in one pass at the end.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -28,12 +28,16 @@ namespace {
 struct GetrfTuning {
     int whole_max_n;            // n <= this: one register kernel does the whole factorization
     int panel_width;            // blocked path: columns per panel (the register kernel's NC)
+    int outer_width;            // ... columns per outer block (two panels; at most 64)
     int register_panel_rows;    // taller panels are factored in global memory
     int swap_columns_per_block; // interchanges + U12 kernel: columns per block
     int swap_warps;             // ... and warps per block
     int left_swap_warps;        // final interchanges on L: column buffers per block
 };
-constexpr GetrfTuning kTuning{64, 32, 512, 64, 8, 8};
+constexpr GetrfTuning kTuning{32, 32, 64, 512, 64, 8, 8};
+static_assert(kTuning.outer_width == 2 * kTuning.panel_width && kTuning.panel_width == 32,
+              "the interchange kernels hold at most 64 rows as two per lane");
+constexpr int kSwapStride = 128;  // ints per matrix in the interchange workspace: src at 0, dst at 64
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
@@ -78,20 +82,35 @@ __device__ inline T multiplier(T a, T piv) {
     return fabs(piv) >= safe_min<T>() ? a * (T(1) / piv) : a / piv;
 }
 
+/// 16-byte vectors for the pivot row's broadcast through shared memory.
+template <class T>
+struct Vec16;
+template <>
+struct Vec16<double> {
+    using type = double2;
+};
+template <>
+struct Vec16<float> {
+    using type = float4;
+};
+
 // ---- Register kernel: a whole small matrix, or one panel of the blocked path ---------------
 //
 // SUB > 0: groups of SUB lanes (SUB <= 32), one matrix each, several per block, synchronized
 // with __syncwarp. SUB == 0: one matrix per block of blockDim.x (a multiple of 32, <= MAXT)
 // threads, synchronized with __syncthreads. Rows j0 .. n-1 and columns j0 .. j0+w-1 (w <= NC)
 // of the matrix are factored; thread t holds row j0 + t. `swaps` (panel mode) receives, per
-// matrix, at [0, w) the source row of each final position j0 + i and at [32, 32 + w) the final
+// matrix, at [0, w) the source row of each final position j0 + i and at [64, 64 + w) the final
 // position of each row j0 + i. `whole`: info is written, else only lowered from 0.
 template <class T, int NC, int SUB, int MAXT>
 __global__ void __launch_bounds__(MAXT)
     lu_register_kernel(T* const* A, int lda, int n, int j0, int w, int* ipiv, int* info, int* swaps, int count,
                        bool whole) {
     constexpr int kSlots = SUB > 0 ? MAXT / SUB : MAXT / 32;
-    __shared__ T srow[2][kSlots][NC];
+    using V = typename Vec16<T>::type;
+    constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
+    static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
+    __shared__ __align__(16) T srow[2][kSlots][NC];
     __shared__ unsigned long long skey[2][kSlots];
     __shared__ int spos[2][kSlots];
 
@@ -141,7 +160,13 @@ __global__ void __launch_bounds__(MAXT)
         }
         if (winner) {
 #pragma unroll
-            for (int c = j; c < NC; ++c) srow[par][slot][c] = a[c];
+            for (int c = j / kV * kV; c < NC; c += kV) {
+                V v;
+                T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+                for (int q = 0; q < kV; ++q) e[q] = a[c + q];
+                *reinterpret_cast<V*>(&srow[par][slot][c]) = v;
+            }
         }
         if constexpr (SUB > 0) {
             __syncwarp(mask);
@@ -172,7 +197,13 @@ __global__ void __launch_bounds__(MAXT)
             const T l = multiplier(a[j], piv);
             a[j] = l;
 #pragma unroll
-            for (int c = j + 1; c < NC; ++c) a[c] -= l * srow[par][bs][c];
+            for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
+                const V v = *reinterpret_cast<const V*>(&srow[par][bs][c]);
+                const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+                for (int q = 0; q < kV; ++q)
+                    if (c + q > j) a[c + q] -= l * e[q];
+            }
         }
     }
 
@@ -182,9 +213,9 @@ __global__ void __launch_bounds__(MAXT)
             if (c < w) Ab[(j0 + pos) + static_cast<std::size_t>(j0 + c) * lda] = a[c];
     }
     if (swaps != nullptr) {
-        int* sw = swaps + static_cast<std::size_t>(b) * 64;
+        int* sw = swaps + static_cast<std::size_t>(b) * kSwapStride;
         if (t < m && pos < w) sw[pos] = j0 + t;
-        if (t < w) sw[32 + t] = j0 + pos;
+        if (t < w) sw[64 + t] = j0 + pos;
     }
     if (t == 0) {
         if (whole) {
@@ -193,6 +224,37 @@ __global__ void __launch_bounds__(MAXT)
             info[b] = linfo;
         }
     }
+}
+
+/// The composed interchanges of pivots piv[0 .. w) (global, 1-based, rows j0 ..), w <= 64, in
+/// the swaps format (see lu_register_kernel); run by one thread.
+__device__ inline void panel_permutation(const int* piv, int j0, int w, int* sw) {
+    int content[64], out_pos[64], out_content[64];
+    int nout = 0;
+    for (int i = 0; i < w; ++i) content[i] = j0 + i;
+    for (int s = 0; s < w; ++s) {
+        const int p = piv[s] - 1;
+        if (p == j0 + s) continue;
+        if (p < j0 + w) {
+            const int x = content[s];
+            content[s] = content[p - j0];
+            content[p - j0] = x;
+            continue;
+        }
+        int k = 0;
+        while (k < nout && out_pos[k] != p) ++k;
+        if (k == nout) {
+            out_pos[k] = p;
+            out_content[k] = p;
+            ++nout;
+        }
+        const int x = content[s];
+        content[s] = out_content[k];
+        out_content[k] = x;
+    }
+    for (int i = 0; i < w; ++i) sw[64 + i] = j0 + i;  // rows that stay in the range
+    for (int i = 0; i < w; ++i) sw[i] = content[i];
+    for (int k = 0; k < nout; ++k) sw[64 + out_content[k] - j0] = out_pos[k];
 }
 
 // ---- Panels taller than the register kernel's rows: global memory, one block per matrix ----
@@ -257,86 +319,97 @@ __global__ void __launch_bounds__(kGlobalPanelThreads)
     }
     if (t != 0) return;
     if (linfo != 0 && info[b] == 0) info[b] = linfo;
-    // The panel's interchanges as one permutation: the content of positions j0 .. j0+w-1 and
-    // of the (at most w) positions below that receive a row of that range. Positions below
-    // only ever receive rows of the range (see lu_register_kernel's swaps for the format).
-    int content[32], out_pos[32], out_content[32];
-    int nout = 0;
-    for (int i = 0; i < w; ++i) content[i] = j0 + i;
-    for (int s = 0; s < w; ++s) {
-        const int p = piv_out[s] - 1;
-        if (p == j0 + s) continue;
-        if (p < j0 + w) {
-            const int x = content[s];
-            content[s] = content[p - j0];
-            content[p - j0] = x;
-            continue;
-        }
-        int k = 0;
-        while (k < nout && out_pos[k] != p) ++k;
-        if (k == nout) {
-            out_pos[k] = p;
-            out_content[k] = p;
-            ++nout;
-        }
-        const int x = content[s];
-        content[s] = out_content[k];
-        out_content[k] = x;
-    }
-    int* sw = swaps + static_cast<std::size_t>(b) * 64;
-    for (int i = 0; i < w; ++i) sw[32 + i] = j0 + i;  // rows that stay in the range
-    for (int i = 0; i < w; ++i) sw[i] = content[i];
-    for (int k = 0; k < nout; ++k) sw[32 + out_content[k] - j0] = out_pos[k];
+    panel_permutation(piv_out, j0, w, swaps + static_cast<std::size_t>(b) * kSwapStride);
 }
 
-// ---- The panel's interchanges and U12 = L11^{-1} A12 on the columns to its right -----------
-// One warp per column: lane i reads the row that ends at position j0 + i and, when row j0 + i
-// leaves the range, that row's value; all reads come before all writes. L11 (unit lower) is
-// held by rows in registers and the triangular solve runs by shuffles.
+// Interchanges of rows j0 .. j0+w-1 (w <= 64) composed, in the swaps format: sw[i] is the row
+// whose value ends at position j0 + i, sw[64 + i] the final position of row j0 + i. Positions
+// below j0 + w only ever receive rows of the range (an induction on LAPACK's swap order).
+__global__ void lu_compose_swaps_kernel(const int* ipiv, int n, int j0, int w, int* swaps, int count) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= count) return;
+    panel_permutation(ipiv + static_cast<std::size_t>(b) * n + j0, j0, w, swaps + static_cast<std::size_t>(b) * kSwapStride);
+}
+
+// ---- A block's interchanges and U12 = L11^{-1} A12 on other columns -----------------------
+// Rows j0 .. j0+w-1 (w <= 64, two per lane) of columns [c_first, c_last), one warp per column:
+// lane i reads the rows that end at positions j0 + i and j0 + 32 + i and the values of the rows
+// of the range that leave it; all reads come before all writes. With `solve`, the w rows are
+// then multiplied by L11^{-1} (L11 unit lower, w x w at (j0, j0), held in shared memory) by
+// forward substitution with shuffles.
 template <class T>
 __global__ void __launch_bounds__(256)
-    lu_swap_trsm_kernel(T* const* A, int lda, int n, int j0, int w, const int* swaps, int cols_per_block) {
+    lu_swap_trsm_kernel(T* const* A, int lda, int j0, int w, const int* swaps, int c_first, int c_last,
+                        int cols_per_block, bool solve) {
+    __shared__ T ls[64 * 64];  // L11 by columns, stride 64, zero outside its strict lower w x w part
     const int b = blockIdx.x;
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
     T* Ab = A[b];
-    const int c_begin = j0 + w + blockIdx.y * cols_per_block;
-    const int c_end = min(n, c_begin + cols_per_block);
-    const int* sw = swaps + static_cast<std::size_t>(b) * 64;
-    const int src = lane < w ? sw[lane] : 0;
-    const int dst = lane < w ? sw[32 + lane] : 0;
-    const bool leaves = lane < w && dst >= j0 + w;
-    T l[32];
-#pragma unroll
-    for (int k = 0; k < 32; ++k)
-        l[k] = (k < lane && lane < w) ? Ab[(j0 + lane) + static_cast<std::size_t>(j0 + k) * lda] : T(0);
+    if (solve) {
+        for (int e = threadIdx.x; e < 64 * 64; e += blockDim.x) {
+            const int i = e % 64, k = e / 64;
+            ls[e] = (i < w && k < i) ? Ab[(j0 + i) + static_cast<std::size_t>(j0 + k) * lda] : T(0);
+        }
+        __syncthreads();
+    }
+    const int* sw = swaps + static_cast<std::size_t>(b) * kSwapStride;
+    const bool in0 = lane < w, in1 = lane + 32 < w;
+    const int src0 = in0 ? sw[lane] : 0, src1 = in1 ? sw[lane + 32] : 0;
+    const int dst0 = in0 ? sw[64 + lane] : 0, dst1 = in1 ? sw[96 + lane] : 0;
+    const bool leaves0 = in0 && dst0 >= j0 + w, leaves1 = in1 && dst1 >= j0 + w;
+    const int c_begin = c_first + blockIdx.y * cols_per_block;
+    const int c_end = min(c_last, c_begin + cols_per_block);
     for (int c = c_begin + warp; c < c_end; c += nwarps) {
         T* col = Ab + static_cast<std::size_t>(c) * lda;
-        T v = lane < w ? col[src] : T(0);
-        const T o = leaves ? col[j0 + lane] : T(0);
+        T v0 = in0 ? col[src0] : T(0);
+        T v1 = in1 ? col[src1] : T(0);
+        const T o0 = leaves0 ? col[j0 + lane] : T(0);
+        const T o1 = leaves1 ? col[j0 + 32 + lane] : T(0);
         __syncwarp();
-        if (leaves) col[dst] = o;
+        if (leaves0) col[dst0] = o0;
+        if (leaves1) col[dst1] = o1;
+        if (solve) {
+            if (w > 32) {
 #pragma unroll
-        for (int k = 0; k < 32; ++k) {
-            const T xk = __shfl_sync(kFullMask, v, k);
-            v -= l[k] * xk;
+                for (int k = 0; k < 32; ++k) {
+                    const T xk = __shfl_sync(kFullMask, v0, k);
+                    v0 -= ls[k * 64 + lane] * xk;
+                    v1 -= ls[k * 64 + 32 + lane] * xk;
+                }
+#pragma unroll
+                for (int k = 0; k < 32; ++k) {
+                    const T xk = __shfl_sync(kFullMask, v1, k);
+                    v1 -= ls[(32 + k) * 64 + 32 + lane] * xk;
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < 32; ++k) {
+                    const T xk = __shfl_sync(kFullMask, v0, k);
+                    v0 -= ls[k * 64 + lane] * xk;
+                }
+            }
         }
-        if (lane < w) col[j0 + lane] = v;
+        if (in0) col[j0 + lane] = v0;
+        if (in1) col[j0 + 32 + lane] = v1;
     }
 }
 
+/// The update A(r0:, r0:) -= A(r0:, k0:r0) A(k0:r0, r0:) as pointer arrays for cuBLAS.
 template <class T>
-__global__ void lu_gemm_pointers_kernel(T* const* A, int lda, int j0, int w, T** a21, T** u12, T** a22, int count) {
+__global__ void lu_gemm_pointers_kernel(T* const* A, int lda, int k0, int r0, T** a21, T** u12, T** a22, int count) {
     const int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= count) return;
     T* base = A[b];
     const std::size_t ld = static_cast<std::size_t>(lda);
-    a21[b] = base + (j0 + w) + j0 * ld;
-    u12[b] = base + j0 + (j0 + w) * ld;
-    a22[b] = base + (j0 + w) + (j0 + w) * ld;
+    a21[b] = base + r0 + k0 * ld;
+    u12[b] = base + k0 + r0 * ld;
+    a22[b] = base + r0 + r0 * ld;
 }
 
-// ---- Interchanges of later panels on the columns of L, one block per matrix ----------------
-// From the last panel back, perm[r] (r >= J, J = the first row of panel p + 1) is the row whose
+// ---- Interchanges of later outer blocks on the columns of L, one block per matrix ----------
+// (nb = the outer width: the interchanges of a block's second panel were applied to its first
+// panel's columns inside the block.)
+// From the last block back, perm[r] (r >= J, J = the first row of block p + 1) is the row whose
 // value ends at position r after the interchanges of rows J .. n-1; each column of panel p is
 // then permuted through a shared-memory copy (coalesced reads and writes).
 template <class T>
@@ -417,9 +490,8 @@ void launch_small(const Launch& launch, int n, T* const* A, int lda, int* ipiv, 
     if (n <= 4) return launch_whole<T, 4, 4, 128>(launch, n, A, lda, ipiv, info, count);
     if (n <= 8) return launch_whole<T, 8, 8, 128>(launch, n, A, lda, ipiv, info, count);
     if (n <= 16) return launch_whole<T, 16, 16, 128>(launch, n, A, lda, ipiv, info, count);
-    if (n <= 32) return launch_whole<T, 32, 32, 128>(launch, n, A, lda, ipiv, info, count);
-    static_assert(kTuning.whole_max_n == 64, "the instance table below ends at 64");
-    return launch_whole<T, 64, 0, 64>(launch, n, A, lda, ipiv, info, count);
+    static_assert(kTuning.whole_max_n == 32, "the instance table ends at 32");
+    return launch_whole<T, 32, 32, 128>(launch, n, A, lda, ipiv, info, count);
 }
 
 inline cublasStatus_t gemm_batched(cublasHandle_t h, int m, int n, int k, const double* alpha,
@@ -447,9 +519,66 @@ template <class T>
 std::size_t getrf_workspace(int n, int count) {
     if (n <= kTuning.whole_max_n || count <= 0) return 0;
     using detail::WorkspaceCarver;
-    return WorkspaceCarver::round(static_cast<std::size_t>(count) * 64 * sizeof(int)) +
+    return WorkspaceCarver::round(static_cast<std::size_t>(count) * kSwapStride * sizeof(int)) +
            3 * WorkspaceCarver::round(static_cast<std::size_t>(count) * sizeof(T*));
 }
+
+namespace {
+
+/// The blocked path's steps on one batch; the workspace pieces are carved once.
+template <class T>
+struct Blocked {
+    const Launch& launch;
+    int n;
+    T* const* A;
+    int lda;
+    int* ipiv;
+    int* info;
+    int count;
+    int* swaps;
+    T** a21;
+    T** u12;
+    T** a22;
+
+    /// Factors rows j0 .. n-1 of columns j0 .. j0+w-1 (w <= 32); its interchanges go to swaps.
+    void panel(int j0, int w) const {
+        const int m = n - j0;
+        if (m <= kTuning.register_panel_rows) {
+            const int threads = detail::ceil_div(m, 32) * 32;
+            lu_register_kernel<T, 32, 0, 512><<<count, threads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv, info,
+                                                                                     swaps, count, false);
+        } else {
+            lu_global_panel_kernel<T><<<count, kGlobalPanelThreads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv,
+                                                                                         info, swaps);
+        }
+        detail::check_launch("getrf (panel)");
+    }
+
+    /// The interchanges of rows j0 .. j0+w-1 (in swaps) on columns [c0, c1), and with `solve`
+    /// U12 = L11^{-1} U12 there.
+    void swap_columns(int j0, int w, int c0, int c1, bool solve) const {
+        if (c1 <= c0) return;
+        const int per_block = kTuning.swap_columns_per_block;
+        const dim3 grid(count, detail::ceil_div(c1 - c0, per_block));
+        lu_swap_trsm_kernel<T><<<grid, kTuning.swap_warps * 32, 0, launch.stream>>>(A, lda, j0, w, swaps, c0, c1,
+                                                                                    per_block, solve);
+        detail::check_launch("getrf (interchanges and U12)");
+    }
+
+    /// A(r0:, r0:) -= A(r0:, k0:r0) A(k0:r0, r0:) up to column c1.
+    void update(int k0, int r0, int c1) const {
+        const int rows = n - r0, cols = c1 - r0, k = r0 - k0;
+        if (rows <= 0 || cols <= 0) return;
+        lu_gemm_pointers_kernel<T><<<detail::ceil_div(count, 256), 256, 0, launch.stream>>>(A, lda, k0, r0, a21, u12,
+                                                                                            a22, count);
+        detail::check_launch("getrf (gemm pointers)");
+        const T minus_one = T(-1), one = T(1);
+        detail::check(gemm_batched(launch.cublas, rows, cols, k, &minus_one, a21, lda, u12, lda, &one, a22, lda, count),
+                      "getrf (gemm)");
+    }
+};
+
+}  // namespace
 
 template <class T>
 void getrf(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
@@ -462,43 +591,39 @@ void getrf(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* in
     if (n <= kTuning.whole_max_n) return launch_small<T>(launch, n, A, lda, ipiv, info, count);
 
     detail::WorkspaceCarver carver(launch);
-    int* swaps = carver.take<int>(static_cast<std::size_t>(count) * 64);
+    int* swaps = carver.take<int>(static_cast<std::size_t>(count) * kSwapStride);
     T** a21 = carver.take<T*>(count);
     T** u12 = carver.take<T*>(count);
     T** a22 = carver.take<T*>(count);
+    const Blocked<T> blk{launch, n, A, lda, ipiv, info, count, swaps, a21, u12, a22};
     detail::check(cudaMemsetAsync(info, 0, static_cast<std::size_t>(count) * sizeof(int), launch.stream),
                   "getrf (info)");
 
     cublasPointerMode_t mode;
     detail::check(cublasGetPointerMode(launch.cublas, &mode), "getrf (cublasGetPointerMode)");
     detail::check(cublasSetPointerMode(launch.cublas, CUBLAS_POINTER_MODE_HOST), "getrf (cublasSetPointerMode)");
-    const T minus_one = T(-1), one = T(1);
-    const int nb = kTuning.panel_width;
-    for (int j0 = 0; j0 < n; j0 += nb) {
-        const int w = n - j0 < nb ? n - j0 : nb;
-        const int m = n - j0;
-        if (m <= kTuning.register_panel_rows) {
-            const int threads = detail::ceil_div(m, 32) * 32;
-            lu_register_kernel<T, 32, 0, 512><<<count, threads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv, info,
-                                                                                     swaps, count, false);
-        } else {
-            lu_global_panel_kernel<T><<<count, kGlobalPanelThreads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv,
-                                                                                         info, swaps);
+    const int nb = kTuning.panel_width, NB = kTuning.outer_width;
+    for (int J = 0; J < n; J += NB) {
+        const int W = n - J < NB ? n - J : NB;
+        const int w1 = W < nb ? W : nb;
+        blk.panel(J, w1);
+        if (W > nb) {
+            // The second panel of the block: first the first panel's interchanges and U12 on it,
+            // its update (k = 32), then after its factorization its interchanges on the first
+            // panel's columns (so that L11 below is the final one).
+            blk.swap_columns(J, w1, J + w1, J + W, true);
+            blk.update(J, J + w1, J + W);
+            blk.panel(J + w1, W - w1);
+            blk.swap_columns(J + w1, W - w1, J, J + w1, false);
         }
-        detail::check_launch("getrf (panel)");
-        const int rest = n - j0 - w;
-        if (rest <= 0) break;
-        const int per_block = kTuning.swap_columns_per_block;
-        const dim3 grid(count, detail::ceil_div(rest, per_block));
-        lu_swap_trsm_kernel<T><<<grid, kTuning.swap_warps * 32, 0, launch.stream>>>(A, lda, n, j0, w, swaps,
-                                                                                    per_block);
-        detail::check_launch("getrf (interchanges and U12)");
-        lu_gemm_pointers_kernel<T><<<detail::ceil_div(count, 256), 256, 0, launch.stream>>>(A, lda, j0, w, a21, u12,
-                                                                                            a22, count);
-        detail::check_launch("getrf (gemm pointers)");
-        detail::check(gemm_batched(launch.cublas, rest, rest, w, &minus_one, a21, lda, u12, lda, &one, a22, lda,
-                                   count),
-                      "getrf (trailing gemm)");
+        if (J + W >= n) break;
+        if (W > nb) {
+            lu_compose_swaps_kernel<<<detail::ceil_div(count, 128), 128, 0, launch.stream>>>(ipiv, n, J, W, swaps,
+                                                                                             count);
+            detail::check_launch("getrf (composed interchanges)");
+        }
+        blk.swap_columns(J, W, J + W, n, true);
+        blk.update(J, J + W, n);
     }
     detail::check(cublasSetPointerMode(launch.cublas, mode), "getrf (cublasSetPointerMode)");
 
@@ -509,10 +634,10 @@ void getrf(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* in
         detail::check(cudaFuncSetAttribute(lu_left_swaps_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(shared)),
                       "getrf (shared memory)");
-        lu_left_swaps_kernel<T><<<count, warps * 32, shared, launch.stream>>>(A, lda, n, ipiv, nb);
+        lu_left_swaps_kernel<T><<<count, warps * 32, shared, launch.stream>>>(A, lda, n, ipiv, NB);
     } else {
         const dim3 grid(count, detail::ceil_div(n, 128));
-        lu_left_swaps_serial_kernel<T><<<grid, 128, 0, launch.stream>>>(A, lda, n, ipiv, nb);
+        lu_left_swaps_serial_kernel<T><<<grid, 128, 0, launch.stream>>>(A, lda, n, ipiv, NB);
     }
     detail::check_launch("getrf (interchanges on L)");
 }
