@@ -1,27 +1,31 @@
 // Batched Cholesky (issue 5): potrf and potrs on arrays of device matrices, our own kernels.
 //
-// Orders up to kLeafMax: one kernel, one pass over memory. Each matrix gets a group of lanes
-// inside one warp (one lane per row, the row in registers, sized by a compile-time bound), its
-// triangle is staged through shared memory so that both triangles load and store coalesced, and
-// the right-looking steps broadcast the current column through shared memory.
+// Orders up to kLeafMax (32): one kernel, one pass over memory. Each matrix gets a group of
+// lanes in one warp (one lane per row, the row in registers, sized by a compile-time bound;
+// several matrices per block), the lanes load and store its triangle column by column
+// (coalesced; the upper triangle is transposed through shared memory), and each right-looking
+// step broadcasts the current column through shared memory. potrs up to kCut (32) is the same
+// idea with shuffles: lane r holds row r and column r of L, a few right-hand sides at a time.
 //
 // Larger orders: the recursive formulation over the whole batch (each step one launch for all
-// matrices), cut at kLeafMax columns:
+// matrices), cut at multiples of kCut:
 //   potrf(A) = potrf(A11); A21 <- A21 L11^{-T}; A22 <- A22 - A21 A21^T; potrf(A22)
-// The triangular solves recurse the same way down to 32-column leaves (our kernel: the leaf's
+// The triangular solves recurse the same way down to kCut-column leaves (our kernel: the leaf's
 // triangle in shared memory, one row of the right-hand side per thread), with the off-diagonal
 // updates as cuBLAS batched gemms; the symmetric update is the same recursion over its
-// rectangles (batched gemms) plus our kernel for its 32 x 32 diagonal blocks, which writes only
-// their named triangle. The upper case is the lower one read through transposed indices: every
-// kernel and gemm takes a View that maps (i, j) of the lower factor L = U^T to memory.
+// rectangles (batched gemms) plus our kernel for its kCut x kCut diagonal blocks, which writes
+// only their named triangle. The upper case is the lower one read through transposed indices:
+// every kernel and gemm takes a View that maps (i, j) of the lower factor L = U^T to memory.
 //
 // A matrix whose leading minor fails keeps its info from the leaf that saw it; the later leaves
 // and solves skip it (the batched gemms still touch its trailing part, which LAPACK leaves
 // undefined too). Its leading (info-1) x (info-1) factor is final.
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <cstddef>
 #include <iterator>
+#include <type_traits>
 
 #include "batched/cuda/common.cuh"
 
@@ -30,16 +34,25 @@ namespace {
 
 // ---- Size thresholds (the one table a tuning sweep changes) ---------------------------------
 
-/// Compile-time bounds of the register kernel: order n runs in the smallest bound >= n.
+/// Compile-time bounds of the register factorization: order n runs in the smallest bound >= n.
+/// (A bound of 64, one matrix per two-warp block, measured slower on the H100 than the cut at
+/// 32: 1.01 ms against 0.61 ms for 10000 matrices of order 64.)
 constexpr int kLeafBounds[] = {4, 8, 16, 32};
-/// The largest order factored in registers; also the width of the recursion's leaves.
+/// The largest order factored in registers: the potrf recursion stops there.
 constexpr int kLeafMax = kLeafBounds[std::size(kLeafBounds) - 1];
-/// Threads per block of the register kernel (several matrices per block when n <= 16).
+/// Width of the other leaves (triangular solves, diagonal blocks of the symmetric update) and
+/// granularity of every cut; also the largest order of the register solve (one warp).
+constexpr int kCut = 32;
+/// Compile-time bounds of the register solve (potrs of orders <= kCut).
+constexpr int kSolveBounds[] = {4, 8, 16, 32};
+/// Right-hand sides solved together by the register solve (independent shuffle chains).
+constexpr int kSolveChunk = 4;
+/// Threads per block of the register kernels (several matrices per block when n <= 32).
 constexpr int kLeafThreads = 128;
 /// Rows of the right-hand side per block in the leaf triangular solve.
 constexpr int kSolveRows = 64;
 /// Threads per block of the diagonal-block symmetric update.
-constexpr int kSyrkThreads = 256;
+constexpr int kSyrkThreads = 64;
 
 __host__ __device__ constexpr int pow2_at_least(int n) {
     int p = 1;
@@ -100,22 +113,23 @@ __global__ void __launch_bounds__(kLeafThreads)
     T* a = active ? A[b] + v.off : nullptr;
     T* s = s_mat[g];
 
-    // Stored column o, rows r: the same addresses for both orientations (see View).
-    for (int o = 0; o < nn; ++o) {
-        const bool in = r < nn && (v.trans ? r <= o : r >= o);
-        if (in) {
-            const T x = a[r + static_cast<long long>(o) * v.ld];
-            if (v.trans)
-                s[o + r * LDS] = x;
-            else
-                s[r + o * LDS] = x;
-        }
-    }
-    __syncwarp();
-
+    // Lane r reads stored column o at row r: coalesced in both orientations. Every load of a
+    // lane is issued before any is used (unrolled, into registers), so their latencies overlap.
     T rA[NB];
+    if (!v.trans) {
 #pragma unroll
-    for (int j = 0; j < NB; ++j) rA[j] = (r < nn && j < nn && j <= r) ? s[r + j * LDS] : T(r == j ? 1 : 0);
+        for (int j = 0; j < NB; ++j) rA[j] = (r < nn && j < nn && j <= r) ? a[r + j * v.ld] : T(r == j ? 1 : 0);
+    } else {  // stored column o holds row o of the lower view: transpose through shared memory
+#pragma unroll
+        for (int o = 0; o < NB; ++o)
+            if (r < nn && o < nn && r <= o) rA[o] = a[r + o * v.ld];
+#pragma unroll
+        for (int o = 0; o < NB; ++o)
+            if (r < nn && o < nn && r <= o) s[o + r * LDS] = rA[o];
+        __syncwarp();
+#pragma unroll
+        for (int j = 0; j < NB; ++j) rA[j] = (r < nn && j < nn && j <= r) ? s[r + j * LDS] : T(r == j ? 1 : 0);
+    }
 
     bool alive = true;
     int fail = 0;
@@ -140,13 +154,19 @@ __global__ void __launch_bounds__(kLeafThreads)
         }
     }
 
+    if (!v.trans) {
 #pragma unroll
-    for (int j = 0; j < NB; ++j)
-        if (r < nn && j <= r) s[r + j * LDS] = rA[j];
-    __syncwarp();
-    for (int o = 0; o < nn; ++o) {
-        const bool in = r < nn && (v.trans ? r <= o : r >= o);
-        if (in) a[r + static_cast<long long>(o) * v.ld] = v.trans ? s[o + r * LDS] : s[r + o * LDS];
+        for (int j = 0; j < NB; ++j)
+            if (r < nn && j < nn && j <= r) a[r + j * v.ld] = rA[j];
+    } else {
+        __syncwarp();  // every lane has read s above
+#pragma unroll
+        for (int j = 0; j < NB; ++j)
+            if (r < nn && j < nn && j <= r) s[r + j * LDS] = rA[j];
+        __syncwarp();
+#pragma unroll
+        for (int o = 0; o < NB; ++o)
+            if (r < nn && o < nn && r <= o) a[r + o * v.ld] = s[o + r * LDS];
     }
     if (r == 0 && b < count) {
         if (!after_first)
@@ -169,84 +189,216 @@ void launch_leaf(cudaStream_t stream, int n, T* const* A, View v, int* info, int
     detail::check_launch("potrf leaf kernel");
 }
 
+// ---- The register solve: potrs of orders <= NB ----------------------------------------------
+
+/// B <- A^{-1} B for every matrix from its factor (view lv, n <= NB): one group of lanes per
+/// matrix, lane r holding row r and column r of L, CH right-hand sides at a time with their
+/// entries spread over the lanes; each substitution step is one shuffle per right-hand side.
+template <class T, int NB, int CH>
+__global__ void __launch_bounds__(kLeafThreads)
+    potrs_small_kernel(const T* const* A, View lv, int n, T* const* B, int ldb, int nrhs, int count) {
+    constexpr int P = pow2_at_least(NB);
+    constexpr int G = kLeafThreads / P;
+    constexpr int LDS = NB + 1;
+    __shared__ T s_mat[G][NB * LDS];
+
+    const int g = threadIdx.x / P;
+    const int r = threadIdx.x % P;
+    const int b = blockIdx.x * G + g;
+    const int nn = b < count ? n : 0;
+    const T* a = nn > 0 ? A[b] + lv.off : nullptr;
+    T* s = s_mat[g];
+    T lrow[NB], lcol[NB];  // L(r, j) and L(i, r)
+#pragma unroll
+    for (int o = 0; o < NB; ++o) {
+        const bool in = r < nn && o < nn && (lv.trans ? r <= o : r >= o);
+        if (in) lrow[o] = a[r + o * lv.ld];
+    }
+#pragma unroll
+    for (int o = 0; o < NB; ++o) {
+        const bool in = r < nn && o < nn && (lv.trans ? r <= o : r >= o);
+        if (in) {
+            if (lv.trans)
+                s[o + r * LDS] = lrow[o];
+            else
+                s[r + o * LDS] = lrow[o];
+        }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+        lrow[j] = (r < nn && j < nn && j <= r) ? s[r + j * LDS] : T(r == j ? 1 : 0);
+        lcol[j] = (r < nn && j < nn && j >= r) ? s[j + r * LDS] : T(r == j ? 1 : 0);
+    }
+
+    T* x = nn > 0 ? B[b] : nullptr;
+    const int lane_base = (threadIdx.x % 32) / P * P;  // the group's first lane in the warp
+    for (int c0 = 0; c0 < nrhs; c0 += CH) {  // CH independent substitutions in flight
+        T y[CH];
+#pragma unroll
+        for (int c = 0; c < CH; ++c)
+            y[c] = (r < nn && c0 + c < nrhs) ? x[r + static_cast<long long>(c0 + c) * ldb] : T(0);
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {  // L y = b
+#pragma unroll
+            for (int c = 0; c < CH; ++c) {
+                if (r == j) y[c] /= lrow[j];
+                const T yj = __shfl_sync(0xffffffffu, y[c], lane_base + j);
+                if (r > j) y[c] -= lrow[j] * yj;
+            }
+        }
+#pragma unroll
+        for (int j = NB - 1; j >= 0; --j) {  // L^T x = y
+#pragma unroll
+            for (int c = 0; c < CH; ++c) {
+                if (r == j) y[c] /= lcol[j];
+                const T xj = __shfl_sync(0xffffffffu, y[c], lane_base + j);
+                if (r < j) y[c] -= lcol[j] * xj;
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < CH; ++c)
+            if (r < nn && c0 + c < nrhs) x[r + static_cast<long long>(c0 + c) * ldb] = y[c];
+    }
+}
+
+template <class T, std::size_t I = 0>
+void launch_potrs_small(cudaStream_t stream, int n, const T* const* A, View lv, T* const* B, int ldb, int nrhs,
+                        int count) {
+    constexpr int NB = kSolveBounds[I];
+    if constexpr (I + 1 < std::size(kSolveBounds)) {
+        if (n > NB) return launch_potrs_small<T, I + 1>(stream, n, A, lv, B, ldb, nrhs, count);
+    }
+    constexpr int G = kLeafThreads / pow2_at_least(NB);
+    const int blocks = detail::ceil_div(count, G);
+    if (nrhs >= kSolveChunk)
+        potrs_small_kernel<T, NB, kSolveChunk><<<blocks, kLeafThreads, 0, stream>>>(A, lv, n, B, ldb, nrhs, count);
+    else
+        potrs_small_kernel<T, NB, 1><<<blocks, kLeafThreads, 0, stream>>>(A, lv, n, B, ldb, nrhs, count);
+    detail::check_launch("potrs register kernel");
+}
+
 // ---- Leaf triangular solve from the right: X L^T = B (kTransL) or X L = B -------------------
 
-/// X is m x k (view xv), L is k x k lower (view lv), k <= kLeafMax; X is overwritten. One
-/// block per (matrix, kSolveRows rows of X); one row per thread, in registers. Matrices with a
-/// nonzero info (when info is given) are skipped.
-template <class T, bool kTransL>
+/// X is m x k (view xv), L is k x k lower (view lv), k <= kCut; X is overwritten. One
+/// block per (matrix, RPT * kSolveRows rows of X); RPT rows per thread, in registers, so that
+/// each broadcast entry of L feeds RPT fused multiply-adds. Matrices with a nonzero info (when
+/// info is given) are skipped.
+template <class T, bool kTransL, int RPT>
 __global__ void __launch_bounds__(kSolveRows)
     trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m, int k, const int* info, int count,
                      int row_blocks) {
-    constexpr int K = kLeafMax;
+    constexpr int K = kCut;
     constexpr int LK = K + 1;
-    constexpr int LX = kSolveRows + 1;
+    constexpr int R = RPT * kSolveRows;  // rows of X per block
+    constexpr int LX = R + 1;
     __shared__ T sL[K * LK];
+    __shared__ T sD[K];  // 1 / L(j, j)
     __shared__ T sX[LX * K];
 
     const int b = blockIdx.x / row_blocks;
-    const int row0 = (blockIdx.x % row_blocks) * kSolveRows;
+    const int row0 = (blockIdx.x % row_blocks) * R;
     if (b >= count) return;
     if (info != nullptr && info[b] != 0) return;  // uniform over the block
     T* x = X[b];
     const T* l = L[b];
     const int tid = threadIdx.x;
 
+#pragma unroll
     for (int e = tid; e < K * K; e += kSolveRows) {
         const int i = lv.trans ? e / K : e % K;
         const int j = lv.trans ? e % K : e / K;
         const bool in = i < k && j < k && i >= j;
-        sL[i + j * LK] = in ? l[lv.idx(i, j)] : T(i == j ? 1 : 0);
+        const T val = in ? l[lv.idx(i, j)] : T(i == j ? 1 : 0);
+        sL[i + j * LK] = val;
+        if (i == j) sD[i] = T(1) / val;
     }
-    for (int e = tid; e < kSolveRows * K; e += kSolveRows) {
-        const int i = xv.trans ? e / K : e % kSolveRows;
-        const int j = xv.trans ? e % K : e / kSolveRows;
+#pragma unroll
+    for (int e = tid; e < R * K; e += kSolveRows) {
+        const int i = xv.trans ? e / K : e % R;
+        const int j = xv.trans ? e % K : e / R;
         const bool in = row0 + i < m && j < k;
         sX[i + j * LX] = in ? x[xv.idx(row0 + i, j)] : T(0);
     }
     __syncthreads();
 
-    T xr[K];
+    T xr[RPT][K];
 #pragma unroll
-    for (int j = 0; j < K; ++j) xr[j] = sX[tid + j * LX];
+    for (int p = 0; p < RPT; ++p)
+#pragma unroll
+        for (int j = 0; j < K; ++j) xr[p][j] = sX[tid + p * kSolveRows + j * LX];
     if constexpr (kTransL) {
 #pragma unroll
         for (int j = 0; j < K; ++j) {
-            xr[j] /= sL[j + j * LK];
+            const T dinv = sD[j];
 #pragma unroll
-            for (int q = j + 1; q < K; ++q) xr[q] -= xr[j] * sL[q + j * LK];
+            for (int p = 0; p < RPT; ++p) xr[p][j] *= dinv;
+#pragma unroll
+            for (int q = j + 1; q < K; ++q) {
+                const T lqj = sL[q + j * LK];
+#pragma unroll
+                for (int p = 0; p < RPT; ++p) xr[p][q] -= xr[p][j] * lqj;
+            }
         }
     } else {
 #pragma unroll
         for (int j = K - 1; j >= 0; --j) {
-            xr[j] /= sL[j + j * LK];
+            const T dinv = sD[j];
 #pragma unroll
-            for (int q = 0; q < j; ++q) xr[q] -= xr[j] * sL[j + q * LK];
+            for (int p = 0; p < RPT; ++p) xr[p][j] *= dinv;
+#pragma unroll
+            for (int q = 0; q < j; ++q) {
+                const T ljq = sL[j + q * LK];
+#pragma unroll
+                for (int p = 0; p < RPT; ++p) xr[p][q] -= xr[p][j] * ljq;
+            }
         }
     }
 #pragma unroll
-    for (int j = 0; j < K; ++j) sX[tid + j * LX] = xr[j];
+    for (int p = 0; p < RPT; ++p)
+#pragma unroll
+        for (int j = 0; j < K; ++j) sX[tid + p * kSolveRows + j * LX] = xr[p][j];
     __syncthreads();
 
-    for (int e = tid; e < kSolveRows * K; e += kSolveRows) {
-        const int i = xv.trans ? e / K : e % kSolveRows;
-        const int j = xv.trans ? e % K : e / kSolveRows;
+#pragma unroll
+    for (int e = tid; e < R * K; e += kSolveRows) {
+        const int i = xv.trans ? e / K : e % R;
+        const int j = xv.trans ? e % K : e / R;
         if (row0 + i < m && j < k) x[xv.idx(row0 + i, j)] = sX[i + j * LX];
     }
+}
+
+template <class T, bool kTransL>
+void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
+                      const int* info, int count) {
+    // Two rows per thread once there are rows enough to fill the blocks.
+    if (m > kSolveRows) {
+        const int row_blocks = detail::ceil_div(m, 2 * kSolveRows);
+        const long long blocks = static_cast<long long>(row_blocks) * count;
+        trsm_leaf_kernel<T, kTransL, 2>
+            <<<static_cast<unsigned>(blocks), kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
+    } else {
+        const long long blocks = count;
+        trsm_leaf_kernel<T, kTransL, 1>
+            <<<static_cast<unsigned>(blocks), kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, 1);
+    }
+    detail::check_launch("potrf trsm leaf kernel");
 }
 
 // ---- Symmetric update of the diagonal blocks: C_tt <- C_tt - A_t A_t^T (lower part) ---------
 
 /// C is n x n (view cv, only its 32 x 32 diagonal blocks), A is n x k (view av); one block per
-/// (matrix, diagonal block). Only the lower triangle of the view is read and written.
+/// (matrix, diagonal block), each thread a 4 x 4 tile of the 32 x 32 product. Only the lower
+/// triangle of the view is read and written.
 template <class T>
 __global__ void __launch_bounds__(kSyrkThreads)
     syrk_diag_kernel(T* const* C, View cv, const T* const* A, View av, int n, int k, const int* info, int count,
                      int diag_blocks) {
-    constexpr int K = kLeafMax;
+    constexpr int K = kCut;
     constexpr int LK = K + 1;
-    constexpr int COLS = K * K / kSyrkThreads;  // entries per thread
-    constexpr int STEP = kSyrkThreads / K;
+    constexpr int W = 4;       // tile width per thread
+    constexpr int S = K / W;   // threads per dimension; thread rows tx + S p, columns ty + S q
+    static_assert(S * S == kSyrkThreads, "one 4 x 4 tile per thread");
     __shared__ T sA[K * LK];
 
     const int b = blockIdx.x / diag_blocks;
@@ -255,13 +407,16 @@ __global__ void __launch_bounds__(kSyrkThreads)
     if (info != nullptr && info[b] != 0) return;
     const T* a = A[b];
     const int tid = threadIdx.x;
-    const int tx = tid % K;
-    const int ty = tid / K;
-    T acc[COLS];
+    const int tx = tid % S;
+    const int ty = tid / S;
+    T acc[W][W];
 #pragma unroll
-    for (int q = 0; q < COLS; ++q) acc[q] = T(0);
+    for (int p = 0; p < W; ++p)
+#pragma unroll
+        for (int q = 0; q < W; ++q) acc[p][q] = T(0);
 
     for (int l0 = 0; l0 < k; l0 += K) {
+#pragma unroll
         for (int e = tid; e < K * K; e += kSyrkThreads) {
             const int i = av.trans ? e / K : e % K;
             const int l = av.trans ? e % K : e / K;
@@ -269,19 +424,99 @@ __global__ void __launch_bounds__(kSyrkThreads)
             sA[i + l * LK] = in ? a[av.idx(t0 + i, l0 + l)] : T(0);
         }
         __syncthreads();
-#pragma unroll 8
+#pragma unroll 4
         for (int l = 0; l < K; ++l) {
-            const T ai = sA[tx + l * LK];
+            T ai[W], aj[W];
 #pragma unroll
-            for (int q = 0; q < COLS; ++q) acc[q] += ai * sA[ty + q * STEP + l * LK];
+            for (int p = 0; p < W; ++p) {
+                ai[p] = sA[tx + S * p + l * LK];
+                aj[p] = sA[ty + S * p + l * LK];
+            }
+#pragma unroll
+            for (int p = 0; p < W; ++p)
+#pragma unroll
+                for (int q = 0; q < W; ++q) acc[p][q] += ai[p] * aj[q];
         }
         __syncthreads();
     }
     T* c = C[b];
 #pragma unroll
-    for (int q = 0; q < COLS; ++q) {
-        const int i = tx, j = ty + q * STEP;
-        if (i >= j && t0 + i < n) c[cv.idx(t0 + i, t0 + j)] -= acc[q];
+    for (int p = 0; p < W; ++p)
+#pragma unroll
+        for (int q = 0; q < W; ++q) {
+            const int i = tx + S * p, j = ty + S * q;
+            if (i >= j && t0 + i < n) c[cv.idx(t0 + i, t0 + j)] -= acc[p][q];
+        }
+}
+
+/// The same update in FP64 on the tensor cores (double only; float keeps the kernel above,
+/// since float wmma would round through TF32): two warps, the ten 8 x 8 tiles of the lower
+/// triangle (warp 0: tile rows 0 and 3, warp 1: rows 1 and 2), m8n8k4 products from the
+/// staged 32-column chunks of A, the sum staged in shared memory and subtracted from C's lower
+/// triangle only.
+__global__ void __launch_bounds__(kSyrkThreads)
+    syrk_diag_dmma_kernel(double* const* C, View cv, const double* const* A, View av, int n, int k,
+                          const int* info, int count, int diag_blocks) {
+    namespace wmma = nvcuda::wmma;
+    constexpr int K = kCut;
+    constexpr int LA = K + 4;  // a multiple of 4, as wmma wants; tiles start on 32-byte boundaries
+    static_assert(kSyrkThreads == 64 && K == 32, "two warps, 4 x 4 tiles of 8 x 8");
+    __shared__ __align__(32) double sA[K * LA];
+
+    const int b = blockIdx.x / diag_blocks;
+    const int t0 = (blockIdx.x % diag_blocks) * K;
+    if (b >= count) return;
+    if (info != nullptr && info[b] != 0) return;
+    const double* a = A[b];
+    const int tid = threadIdx.x;
+    const int warp = tid / 32;
+    const int I0 = warp == 0 ? 0 : 1;  // this warp's two tile rows
+    const int I1 = 3 - I0;
+    wmma::fragment<wmma::accumulator, 8, 8, 4, double> acc0[4], acc1[4];
+#pragma unroll
+    for (int J = 0; J < 4; ++J) {
+        wmma::fill_fragment(acc0[J], 0.0);
+        wmma::fill_fragment(acc1[J], 0.0);
+    }
+
+    for (int l0 = 0; l0 < k; l0 += K) {
+#pragma unroll
+        for (int e = tid; e < K * K; e += kSyrkThreads) {
+            const int i = av.trans ? e / K : e % K;
+            const int l = av.trans ? e % K : e / K;
+            const bool in = t0 + i < n && l0 + l < k;
+            sA[i + l * LA] = in ? a[av.idx(t0 + i, l0 + l)] : 0.0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int s = 0; s < K; s += 4) {
+            wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::col_major> a0, a1;
+            wmma::load_matrix_sync(a0, sA + 8 * I0 + s * LA, LA);
+            wmma::load_matrix_sync(a1, sA + 8 * I1 + s * LA, LA);
+#pragma unroll
+            for (int J = 0; J < 4; ++J) {
+                if (J <= I1) {  // (I1 >= I0)
+                    // B = A^T: element (l, j) = A(8J + j, s + l), row-major with leading LA.
+                    wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::row_major> bj;
+                    wmma::load_matrix_sync(bj, sA + 8 * J + s * LA, LA);
+                    if (J <= I0) wmma::mma_sync(acc0[J], a0, bj, acc0[J]);
+                    wmma::mma_sync(acc1[J], a1, bj, acc1[J]);
+                }
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int J = 0; J < 4; ++J) {
+        if (J <= I0) wmma::store_matrix_sync(sA + 8 * I0 + 8 * J * LA, acc0[J], LA, wmma::mem_col_major);
+        if (J <= I1) wmma::store_matrix_sync(sA + 8 * I1 + 8 * J * LA, acc1[J], LA, wmma::mem_col_major);
+    }
+    __syncthreads();
+    double* c = C[b];
+    for (int e = tid; e < K * K; e += kSyrkThreads) {
+        const int i = cv.trans ? e / K : e % K;  // consecutive threads along memory
+        const int j = cv.trans ? e % K : e / K;
+        if (i >= j && t0 + i < n) c[cv.idx(t0 + i, t0 + j)] -= sA[i + j * LA];
     }
 }
 
@@ -328,17 +563,17 @@ private:
     cublasPointerMode_t saved_ = CUBLAS_POINTER_MODE_HOST;
 };
 
-/// Where the recursion cuts an order n > kLeafMax: a multiple of kLeafMax near n / 2.
+/// Where the recursion cuts an order n > kCut: a multiple of kCut near n / 2.
 int split(int n) {
-    const int blocks = detail::ceil_div(n, kLeafMax);
-    return kLeafMax * ((blocks + 1) / 2);
+    const int blocks = detail::ceil_div(n, kCut);
+    return kCut * ((blocks + 1) / 2);
 }
 
 /// The batch-wide recursion: every call is one launch (or two) over all matrices.
 template <class T>
 class Batch {
 public:
-    /// with_gemm: carve the pointer arrays of the batched gemms (orders above kLeafMax).
+    /// with_gemm: carve the pointer arrays of the batched gemms (solves above kCut, factorizations above kLeafMax).
     Batch(const Launch& launch, int count, int* info, bool with_gemm)
         : launch_(launch), count_(count), info_(info) {
         if (with_gemm) {
@@ -377,16 +612,11 @@ public:
     /// X (m x k) <- X L^{-T} (trans_l) or X L^{-1}; L k x k lower.
     void trsm(bool trans_l, T* const* Xp, View x, const T* const* Lp, View l, int m, int k, const int* info) {
         if (m <= 0 || k <= 0) return;
-        if (k <= kLeafMax) {
-            const int row_blocks = detail::ceil_div(m, kSolveRows);
-            const long long blocks = static_cast<long long>(row_blocks) * count_;
+        if (k <= kCut) {
             if (trans_l)
-                trsm_leaf_kernel<T, true><<<static_cast<unsigned>(blocks), kSolveRows, 0, launch_.stream>>>(
-                    Xp, x, Lp, l, m, k, info, count_, row_blocks);
+                launch_trsm_leaf<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
             else
-                trsm_leaf_kernel<T, false><<<static_cast<unsigned>(blocks), kSolveRows, 0, launch_.stream>>>(
-                    Xp, x, Lp, l, m, k, info, count_, row_blocks);
-            detail::check_launch("potrf trsm leaf kernel");
+                launch_trsm_leaf<T, false>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
             return;
         }
         const int k1 = split(k), k2 = k - k1;
@@ -405,10 +635,14 @@ public:
     void syrk(T* const* Cp, View c, View a, int n, int k) {
         if (n <= 0 || k <= 0) return;
         rectangles(Cp, c, a, n, k);
-        const int diag_blocks = detail::ceil_div(n, kLeafMax);
+        const int diag_blocks = detail::ceil_div(n, kCut);
         const long long blocks = static_cast<long long>(diag_blocks) * count_;
-        syrk_diag_kernel<T><<<static_cast<unsigned>(blocks), kSyrkThreads, 0, launch_.stream>>>(
-            Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
+        if constexpr (std::is_same_v<T, double>)
+            syrk_diag_dmma_kernel<<<static_cast<unsigned>(blocks), kSyrkThreads, 0, launch_.stream>>>(
+                Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
+        else
+            syrk_diag_kernel<T><<<static_cast<unsigned>(blocks), kSyrkThreads, 0, launch_.stream>>>(
+                Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
         detail::check_launch("potrf syrk diagonal kernel");
     }
 
@@ -427,7 +661,7 @@ public:
 private:
     // The off-diagonal rectangles of the symmetric update, by the same cuts as the leaves.
     void rectangles(T* const* Cp, View c, View a, int n, int k) {
-        if (n <= kLeafMax) return;
+        if (n <= kCut) return;
         const int n1 = split(n), n2 = n - n1;
         gemm_minus(Cp, c.at(n1, 0), Cp, a.at(n1, 0), Cp, a, true, n2, n1, k);
         rectangles(Cp, c, a, n1, k);
@@ -470,7 +704,7 @@ void potrf(const Launch& launch, Uplo uplo, int n, T* const* A, int lda, int* in
 
 template <class T>
 std::size_t potrs_workspace(int n, int nrhs, int count) {
-    if (n <= kLeafMax || nrhs <= 0 || count <= 0) return 0;
+    if (n <= kCut || nrhs <= 0 || count <= 0) return 0;
     return Batch<T>::workspace(count);
 }
 
@@ -481,12 +715,11 @@ void potrs(const Launch& launch, Uplo uplo, int n, int nrhs, const T* const* A, 
     // A X = B with A = L L^T: Y L^T = B^T, then X^T L = Y^T, on the view X = B^T (nrhs x n).
     const View l = make_view(lda, uplo == Uplo::upper);
     const View x = make_view(ldb, true);
-    Batch<T> batch(launch, count, nullptr, n > kLeafMax);
-    if (n <= kLeafMax) {  // leaves only: no gemm, no cuBLAS
-        batch.trsm(true, B, x, A, l, nrhs, n, nullptr);
-        batch.trsm(false, B, x, A, l, nrhs, n, nullptr);
+    if (n <= kCut) {
+        launch_potrs_small<T>(launch.stream, n, A, l, B, ldb, nrhs, count);
         return;
     }
+    Batch<T> batch(launch, count, nullptr, true);
     HostPointerMode mode(launch.cublas);
     batch.trsm(true, B, x, A, l, nrhs, n, nullptr);
     batch.trsm(false, B, x, A, l, nrhs, n, nullptr);
