@@ -1,0 +1,679 @@
+// The batched codelet: one task factors (or solves with) a slice of a strided batch. Its CPU
+// implementation runs LAPACKE over the slice, its CUDA implementation our batched kernels on
+// the worker's stream. Also the tasks:: API, which cuts a host batch into slices, registers
+// them with StarPU and submits one task per slice.
+#include <starpu.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "batched/batched.hpp"
+#include "batched/detail.hpp"
+#include "codelets/codelet.hpp"
+#include "codelets/trace.hpp"
+#include "common/error.hpp"
+#include "common/kernel_error.hpp"
+#include "common/runtime.hpp"
+#include "common/scalar_traits.hpp"
+#ifdef STARFACT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <starpu_cublas_v2.h>
+
+#include "batched/cuda/kernels.hpp"
+#include "common/cuda_workers.hpp"
+#endif
+
+namespace starfact::batched {
+namespace {
+using detail::Op;
+
+/// What every task of a call shares. `nominal` is the largest slice of the call, so that the
+/// slices of one call (which differ by at most one matrix) share one performance-model entry.
+struct Args {
+    int m, n, nrhs, lda, ldb;
+    Uplo uplo;
+    int nominal;
+};
+
+Args unpack(const void* cl_arg) {
+    Args a;
+    std::memcpy(&a, cl_arg, sizeof(Args));
+    return a;
+}
+
+/// The footprint: the shape of the problem and the slice's size, never the data's addresses.
+std::uint32_t footprint(starpu_task* task) {
+    const Args a = unpack(task->cl_arg);
+    std::uint32_t h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.m), 0);
+    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.n), h);
+    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.nrhs), h);
+    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.uplo == Uplo::upper), h);
+    return starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.nominal), h);
+}
+
+/// One buffer of a task: a slice of matrices (columns of a StarPU matrix of nx = one matrix's
+/// storage, ny = matrices, ld = the stride between them).
+template <class E>
+struct Slice {
+    E* base;
+    int count;
+    long long stride;
+    E* operator[](int b) const { return base + static_cast<long long>(b) * stride; }
+};
+
+template <class E>
+Slice<E> slice(void* buffer) {
+    return {reinterpret_cast<E*>(STARPU_MATRIX_GET_PTR(buffer)), static_cast<int>(STARPU_MATRIX_GET_NY(buffer)),
+            static_cast<long long>(STARPU_MATRIX_GET_LD(buffer))};
+}
+
+// ---- CPU implementations: LAPACKE over the slice (StarPU's CPU workers run one BLAS thread) --
+
+template <class T>
+void getrf_cpu(void* buffers[], void* cl_arg) noexcept {
+    const Args a = unpack(cl_arg);
+    const auto A = slice<T>(buffers[0]);
+    const auto ipiv = slice<int>(buffers[1]);
+    const auto info = slice<int>(buffers[2]);
+    for (int b = 0; b < A.count; ++b) *info[b] = detail::getrf_one(a.n, A[b], a.lda, ipiv[b]);
+}
+
+template <class T>
+void getrs_cpu(void* buffers[], void* cl_arg) noexcept {
+    const Args a = unpack(cl_arg);
+    const auto A = slice<T>(buffers[0]);
+    const auto ipiv = slice<int>(buffers[1]);
+    const auto B = slice<T>(buffers[2]);
+    for (int b = 0; b < A.count; ++b) detail::getrs_one<T>(a.n, a.nrhs, A[b], a.lda, ipiv[b], B[b], a.ldb);
+}
+
+template <class T>
+void potrf_cpu(void* buffers[], void* cl_arg) noexcept {
+    const Args a = unpack(cl_arg);
+    const auto A = slice<T>(buffers[0]);
+    const auto info = slice<int>(buffers[1]);
+    for (int b = 0; b < A.count; ++b) *info[b] = detail::potrf_one(a.uplo, a.n, A[b], a.lda);
+}
+
+template <class T>
+void potrs_cpu(void* buffers[], void* cl_arg) noexcept {
+    const Args a = unpack(cl_arg);
+    const auto A = slice<T>(buffers[0]);
+    const auto B = slice<T>(buffers[1]);
+    for (int b = 0; b < A.count; ++b) detail::potrs_one<T>(a.uplo, a.n, a.nrhs, A[b], a.lda, B[b], a.ldb);
+}
+
+template <class T>
+void geqrf_cpu(void* buffers[], void* cl_arg) noexcept {
+    const Args a = unpack(cl_arg);
+    const auto A = slice<T>(buffers[0]);
+    const auto tau = slice<T>(buffers[1]);
+    for (int b = 0; b < A.count; ++b) detail::geqrf_one(a.m, a.n, A[b], a.lda, tau[b]);
+}
+
+template <class T>
+void gels_cpu(void* buffers[], void* cl_arg) noexcept {
+    const Args a = unpack(cl_arg);
+    const auto A = slice<T>(buffers[0]);
+    const auto tau = slice<T>(buffers[1]);
+    const auto B = slice<T>(buffers[2]);
+    const auto info = slice<int>(buffers[3]);
+    for (int b = 0; b < A.count; ++b) *info[b] = detail::gels_one(a.m, a.n, a.nrhs, A[b], a.lda, tau[b], B[b], a.ldb);
+}
+
+// ---- CUDA implementations: the batched kernels on the worker's stream -------------------------
+
+#ifdef STARFACT_HAVE_CUDA
+/// The worker's stream, cuBLAS handle and a workspace holding `arrays` pointer arrays of
+/// `count` entries followed by `kernel_bytes` for the kernel; null workspace when allocation failed.
+struct CudaTask {
+    cuda::Launch launch;
+    void* arrays = nullptr;
+    std::size_t array_bytes = 0;
+    bool ok = false;
+
+    CudaTask(int count, int arrays_wanted, std::size_t kernel_bytes) {
+        array_bytes = (static_cast<std::size_t>(count) * sizeof(void*) + 255) / 256 * 256;
+        const std::size_t total = array_bytes * arrays_wanted + kernel_bytes;
+        void* ws = starfact::cuda::workspace(total);
+        if (ws == nullptr && total > 0) {
+            record_kernel_error("batched codelet: workspace allocation", static_cast<long>(total));
+            return;
+        }
+        arrays = ws;
+        launch.stream = starpu_cuda_get_local_stream();
+        launch.cublas = starpu_cublas_get_local_handle();
+        launch.workspace = kernel_bytes > 0 ? static_cast<char*>(ws) + array_bytes * arrays_wanted : nullptr;
+        launch.workspace_bytes = kernel_bytes;
+        ok = true;
+    }
+    /// Pointer array i, filled with the slice's matrices.
+    template <class T>
+    T** pointers(int i, const Slice<T>& s) const {
+        T** out = reinterpret_cast<T**>(static_cast<char*>(arrays) + array_bytes * i);
+        cuda::strided_pointers<T>(out, s.base, s.stride, s.count, launch.stream);
+        return out;
+    }
+};
+
+cuda::Uplo kernel_uplo(Uplo u) { return u == Uplo::upper ? cuda::Uplo::upper : cuda::Uplo::lower; }
+
+// Codelets never throw: the kernel layer's errors are recorded and reported after the wait.
+template <class F>
+void guarded(const char* what, F body) noexcept {
+    try {
+        body();
+    } catch (const std::exception& e) {
+        record_kernel_error(fmt::format("batched {}: {}", what, e.what()).c_str(), 0);
+    } catch (...) {
+        record_kernel_error(what, 0);
+    }
+}
+
+template <class T>
+void getrf_cuda(void* buffers[], void* cl_arg) noexcept {
+    guarded("getrf", [&] {
+        const Args a = unpack(cl_arg);
+        const auto A = slice<T>(buffers[0]);
+        const CudaTask t(A.count, 1, cuda::getrf_workspace<T>(a.n, A.count));
+        if (!t.ok) return;
+        cuda::getrf<T>(t.launch, a.n, t.pointers(0, A), a.lda, slice<int>(buffers[1]).base, slice<int>(buffers[2]).base,
+                       A.count);
+    });
+}
+
+template <class T>
+void getrs_cuda(void* buffers[], void* cl_arg) noexcept {
+    guarded("getrs", [&] {
+        const Args a = unpack(cl_arg);
+        const auto A = slice<T>(buffers[0]);
+        const auto B = slice<T>(buffers[2]);
+        const CudaTask t(A.count, 2, cuda::getrs_workspace<T>(a.n, a.nrhs, A.count));
+        if (!t.ok) return;
+        cuda::getrs<T>(t.launch, a.n, a.nrhs, t.pointers(0, A), a.lda, slice<int>(buffers[1]).base, t.pointers(1, B),
+                       a.ldb, A.count);
+    });
+}
+
+template <class T>
+void potrf_cuda(void* buffers[], void* cl_arg) noexcept {
+    guarded("potrf", [&] {
+        const Args a = unpack(cl_arg);
+        const auto A = slice<T>(buffers[0]);
+        const CudaTask t(A.count, 1, cuda::potrf_workspace<T>(a.n, A.count));
+        if (!t.ok) return;
+        cuda::potrf<T>(t.launch, kernel_uplo(a.uplo), a.n, t.pointers(0, A), a.lda, slice<int>(buffers[1]).base,
+                       A.count);
+    });
+}
+
+template <class T>
+void potrs_cuda(void* buffers[], void* cl_arg) noexcept {
+    guarded("potrs", [&] {
+        const Args a = unpack(cl_arg);
+        const auto A = slice<T>(buffers[0]);
+        const auto B = slice<T>(buffers[1]);
+        const CudaTask t(A.count, 2, cuda::potrs_workspace<T>(a.n, a.nrhs, A.count));
+        if (!t.ok) return;
+        cuda::potrs<T>(t.launch, kernel_uplo(a.uplo), a.n, a.nrhs, t.pointers(0, A), a.lda, t.pointers(1, B), a.ldb,
+                       A.count);
+    });
+}
+
+template <class T>
+void geqrf_cuda(void* buffers[], void* cl_arg) noexcept {
+    guarded("geqrf", [&] {
+        const Args a = unpack(cl_arg);
+        const auto A = slice<T>(buffers[0]);
+        const CudaTask t(A.count, 1, cuda::geqrf_workspace<T>(a.m, a.n, A.count));
+        if (!t.ok) return;
+        cuda::geqrf<T>(t.launch, a.m, a.n, t.pointers(0, A), a.lda, slice<T>(buffers[1]).base, A.count);
+    });
+}
+
+template <class T>
+void gels_cuda(void* buffers[], void* cl_arg) noexcept {
+    guarded("gels", [&] {
+        const Args a = unpack(cl_arg);
+        const auto A = slice<T>(buffers[0]);
+        const auto B = slice<T>(buffers[2]);
+        const std::size_t bytes =
+            std::max(cuda::geqrf_workspace<T>(a.m, a.n, A.count), cuda::geqrs_workspace<T>(a.m, a.n, a.nrhs, A.count));
+        const CudaTask t(A.count, 2, bytes);
+        if (!t.ok) return;
+        T** pa = t.pointers(0, A);
+        T* tau = slice<T>(buffers[1]).base;
+        cuda::geqrf<T>(t.launch, a.m, a.n, pa, a.lda, tau, A.count);
+        cuda::geqrs<T>(t.launch, a.m, a.n, a.nrhs, pa, a.lda, tau, t.pointers(1, B), a.ldb, slice<int>(buffers[3]).base,
+                       A.count);
+    });
+}
+#endif
+
+// ---- the codelets and their models --------------------------------------------------------
+
+using KernelFn = void (*)(void* buffers[], void* cl_arg);
+
+struct Kernels {
+    KernelFn cpu;
+    KernelFn cuda;
+};
+
+template <class T>
+Kernels kernels(Op op) {
+#ifdef STARFACT_HAVE_CUDA
+    switch (op) {
+        case Op::getrf:
+            return {getrf_cpu<T>, getrf_cuda<T>};
+        case Op::getrs:
+            return {getrs_cpu<T>, getrs_cuda<T>};
+        case Op::potrf:
+            return {potrf_cpu<T>, potrf_cuda<T>};
+        case Op::potrs:
+            return {potrs_cpu<T>, potrs_cuda<T>};
+        case Op::geqrf:
+            return {geqrf_cpu<T>, geqrf_cuda<T>};
+        case Op::gels:
+            return {gels_cpu<T>, gels_cuda<T>};
+    }
+#else
+    switch (op) {
+        case Op::getrf:
+            return {getrf_cpu<T>, nullptr};
+        case Op::getrs:
+            return {getrs_cpu<T>, nullptr};
+        case Op::potrf:
+            return {potrf_cpu<T>, nullptr};
+        case Op::potrs:
+            return {potrs_cpu<T>, nullptr};
+        case Op::geqrf:
+            return {geqrf_cpu<T>, nullptr};
+        case Op::gels:
+            return {gels_cpu<T>, nullptr};
+    }
+#endif
+    return {nullptr, nullptr};
+}
+
+/// Access modes per operation, in buffer order (see the *_cpu functions).
+std::vector<starpu_data_access_mode> modes(Op op) {
+    switch (op) {
+        case Op::getrf:
+            return {STARPU_RW, STARPU_W, STARPU_W};  // A, ipiv, info
+        case Op::getrs:
+            return {STARPU_R, STARPU_R, STARPU_RW};  // A, ipiv, B
+        case Op::potrf:
+            return {STARPU_RW, STARPU_W};  // A, info
+        case Op::potrs:
+            return {STARPU_R, STARPU_RW};  // A, B
+        case Op::geqrf:
+            return {STARPU_RW, STARPU_W};  // A, tau
+        case Op::gels:
+            return {STARPU_RW, STARPU_W, STARPU_RW, STARPU_W};  // A, tau, B, info
+    }
+    return {};
+}
+
+/// A batched codelet with its history-based model "starfact_batched_<op>_<s|d>", keyed by the
+/// problem's shape and the slice size (footprint above).
+class BatchedCodelet {
+public:
+    BatchedCodelet(Op op, char precision, Kernels k)
+        : name_(fmt::format("batched_{}", detail::op_name(op))),
+          symbol_(fmt::format("starfact_{}_{}", name_, precision)),
+          task_name_(fmt::format("{}_{}", name_, precision)) {
+        model_.type = STARPU_HISTORY_BASED;
+        model_.symbol = symbol_.c_str();
+        model_.footprint = footprint;
+        cl_.where = STARPU_CPU;
+        cl_.cpu_funcs[0] = k.cpu;
+        cl_.cpu_funcs_name[0] = name_.c_str();
+#ifdef STARFACT_HAVE_CUDA
+        cl_.where |= STARPU_CUDA;
+        cl_.cuda_funcs[0] = k.cuda;
+        cl_.cuda_flags[0] = STARPU_CUDA_ASYNC;
+#endif
+        cl_.can_execute = codelets::detail::can_execute;  // honours codelets::force_impl
+        const auto m = modes(op);
+        cl_.nbuffers = static_cast<int>(m.size());
+        for (std::size_t i = 0; i < m.size(); ++i) cl_.modes[i] = m[i];
+        cl_.model = &model_;
+        cl_.name = name_.c_str();
+    }
+    BatchedCodelet(const BatchedCodelet&) = delete;
+    BatchedCodelet& operator=(const BatchedCodelet&) = delete;
+    starpu_codelet* get() { return &cl_; }
+    const std::string& symbol() const { return symbol_; }
+    const char* task_name() const { return task_name_.c_str(); }
+
+private:
+    std::string name_, symbol_, task_name_;
+    starpu_perfmodel model_{};
+    starpu_codelet cl_{};
+};
+
+template <class T>
+BatchedCodelet& codelet(Op op) {
+    static BatchedCodelet cls[] = {{Op::getrf, ScalarTraits<T>::letter, kernels<T>(Op::getrf)},
+                                   {Op::getrs, ScalarTraits<T>::letter, kernels<T>(Op::getrs)},
+                                   {Op::potrf, ScalarTraits<T>::letter, kernels<T>(Op::potrf)},
+                                   {Op::potrs, ScalarTraits<T>::letter, kernels<T>(Op::potrs)},
+                                   {Op::geqrf, ScalarTraits<T>::letter, kernels<T>(Op::geqrf)},
+                                   {Op::gels, ScalarTraits<T>::letter, kernels<T>(Op::gels)}};
+    return cls[static_cast<int>(op)];
+}
+
+void submit(BatchedCodelet& cl, const std::vector<starpu_data_handle_t>& handles, const Args& args, double flops) {
+    starpu_task* task = starpu_task_create();
+    task->cl = cl.get();
+    for (std::size_t i = 0; i < handles.size(); ++i) task->handles[i] = handles[i];
+    task->cl_arg = std::malloc(sizeof(Args));
+    std::memcpy(task->cl_arg, &args, sizeof(Args));
+    task->cl_arg_size = sizeof(Args);
+    task->cl_arg_free = 1;
+    task->flops = flops;
+    task->name = cl.task_name();
+    if (codelets::detail::trace_enabled()) {
+        task->callback_func = codelets::detail::trace_callback;
+        task->callback_arg = task;
+    }
+    const int ret = starpu_task_submit(task);
+    if (ret != 0) {
+        task->destroy = 0;  // a refused task is ours to free
+        starpu_task_destroy(task);
+        if (ret == -ENODEV)
+            throw RuntimeError(
+                fmt::format("no worker can run codelet '{}' (forced implementation or no such worker)", cl.symbol()));
+        throw RuntimeError(fmt::format("starpu_task_submit({}) failed: {}", cl.symbol(), ret));
+    }
+}
+
+// ---- slices of a host batch as StarPU data -----------------------------------------------------
+
+/// How `count` matrices are cut into `slices` runs of consecutive matrices (sizes differ by
+/// at most one).
+struct Plan {
+    int count, slices;
+    int first(int s) const { return s * (count / slices) + std::min(s, count % slices); }
+    int size(int s) const { return first(s + 1) - first(s); }
+    int nominal() const { return (count + slices - 1) / slices; }
+};
+
+/// One array of a batch: `elements` per matrix, matrix b at base + b * stride (in elements).
+struct Array {
+    void* base;
+    long long stride;
+    long long elements;
+    std::size_t elem_size;
+    std::size_t span_bytes(int count) const {
+        return static_cast<std::size_t>((count > 1 ? (count - 1) * stride : 0) + elements) * elem_size;
+    }
+};
+
+/// An array registered as one StarPU matrix per slice (nx = the elements of one matrix, ny = its
+/// matrices, ld = the stride); unregistered (the data back home) on destruction.
+class SliceHandles {
+public:
+    SliceHandles(const Array& a, const Plan& plan) {
+        handles_.reserve(static_cast<std::size_t>(plan.slices));
+        for (int s = 0; s < plan.slices; ++s) {
+            const int ny = plan.size(s);
+            const long long ld = ny > 1 ? a.stride : a.elements;
+            const long long offset =
+                static_cast<long long>(plan.first(s)) * a.stride * static_cast<long long>(a.elem_size);
+            starpu_data_handle_t h = nullptr;
+            starpu_matrix_data_register(
+                &h, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(static_cast<char*>(a.base) + offset),
+                static_cast<uint32_t>(ld), static_cast<uint32_t>(a.elements), static_cast<uint32_t>(ny), a.elem_size);
+            handles_.push_back(h);
+        }
+    }
+    ~SliceHandles() {
+        for (starpu_data_handle_t h : handles_) starpu_data_unregister(h);
+    }
+    SliceHandles(const SliceHandles&) = delete;
+    SliceHandles& operator=(const SliceHandles&) = delete;
+    starpu_data_handle_t operator[](int s) const { return handles_[static_cast<std::size_t>(s)]; }
+
+private:
+    std::vector<starpu_data_handle_t> handles_;
+};
+
+/// Pins a host range for the time of a call when CUDA workers exist and it is not pinned yet,
+/// so that StarPU's transfers are asynchronous; a range that cannot be pinned stays pageable
+/// (slower transfers, same results).
+class Pinned {
+public:
+    Pinned(const void* base, std::size_t bytes) {
+#ifdef STARFACT_HAVE_CUDA
+        if (base == nullptr || bytes == 0 || starpu_cuda_worker_get_count() == 0) return;
+        cudaPointerAttributes attr{};
+        if (cudaPointerGetAttributes(&attr, base) == cudaSuccess && attr.type != cudaMemoryTypeUnregistered) return;
+        cudaGetLastError();
+        if (starpu_memory_pin(const_cast<void*>(base), bytes) == 0) {
+            base_ = const_cast<void*>(base);
+            bytes_ = bytes;
+        } else {
+            cudaGetLastError();
+        }
+#else
+        (void)base;
+        (void)bytes;
+#endif
+    }
+    ~Pinned() {
+        if (base_ != nullptr) starpu_memory_unpin(base_, bytes_);
+    }
+    Pinned(const Pinned&) = delete;
+    Pinned& operator=(const Pinned&) = delete;
+
+private:
+    void* base_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+constexpr long long kMaxSliceElements = std::numeric_limits<int>::max();
+
+int choose_slices(const detail::Problem& p, const tasks::TaskOptions& opt, long long largest_matrix) {
+    require(opt.slices >= 0, "slices", fmt::format("must be >= 0 (0: the default), got {}", opt.slices));
+    require(largest_matrix <= kMaxSliceElements, p.ldb > 1 && p.nrhs > 0 ? "ldb" : "lda",
+            fmt::format("one matrix of {} elements is beyond StarPU's 32-bit sizes", largest_matrix));
+    require(!p.strided || p.count <= 1 || p.strideA <= std::numeric_limits<std::uint32_t>::max(), "strideA",
+            "is beyond StarPU's 32-bit leading dimensions");
+    require(!p.strided || p.count <= 1 || p.strideB <= std::numeric_limits<std::uint32_t>::max(), "strideB",
+            "is beyond StarPU's 32-bit leading dimensions");
+    int s = opt.slices > 0 ? opt.slices : tasks::default_slices(p.count, largest_matrix);
+    s = std::min(s, p.count);
+    // Every slice stays below 2^31 elements (StarPU computes sizes in 32 bits).
+    const long long per_slice = std::max(1LL, kMaxSliceElements / std::max(1LL, largest_matrix));
+    const long long least = (p.count + per_slice - 1) / per_slice;
+    return static_cast<int>(std::max<long long>(s, least));
+}
+
+void require_runtime() {
+    if (!Runtime::active())
+        throw RuntimeError("batched::tasks needs a started starfact::Runtime (StarPU is not running)");
+}
+
+int count_failures(const int* info, int count) {
+    return static_cast<int>(std::count_if(info, info + count, [](int i) { return i != 0; }));
+}
+
+/// Runs one call: registers the arrays' slices, submits a task per slice, waits (unregistering
+/// brings the data home) and reports a kernel failure as RuntimeError.
+template <class T>
+void run_tasks(Op op, const detail::Problem& p, const tasks::TaskOptions& opt, const std::vector<Array>& arrays,
+               double flops_per_matrix, Uplo uplo = Uplo::lower) {
+    long long largest = 1;
+    for (const Array& a : arrays) largest = std::max(largest, a.elements);
+    const Plan plan{p.count, choose_slices(p, opt, largest)};
+    require_runtime();
+    std::vector<std::unique_ptr<Pinned>> pins;
+    for (const Array& a : arrays) pins.push_back(std::make_unique<Pinned>(a.base, a.span_bytes(p.count)));
+    {
+        std::vector<std::unique_ptr<SliceHandles>> handles;
+        for (const Array& a : arrays) handles.push_back(std::make_unique<SliceHandles>(a, plan));
+        const Args args{p.m, p.n, p.nrhs, p.lda, p.ldb, uplo, plan.nominal()};
+        for (int s = 0; s < plan.slices; ++s) {
+            std::vector<starpu_data_handle_t> h;
+            for (const auto& sh : handles) h.push_back((*sh)[s]);
+            submit(codelet<T>(op), h, args, flops_per_matrix * plan.size(s));
+        }
+    }  // unregistering waits for the tasks and brings every slice home
+    throw_if_kernel_error();
+}
+
+template <class E>
+Array array(const E* base, long long stride, long long elements) {
+    return {const_cast<E*>(base), stride, elements, sizeof(E)};
+}
+
+}  // namespace
+
+namespace tasks {
+
+int default_slices(int count, long long elements_per_matrix) {
+    (void)elements_per_matrix;
+    const int workers = Runtime::active() ? static_cast<int>(starpu_worker_get_count()) : 1;
+    return std::max(1, std::min(count, 2 * std::max(1, workers)));
+}
+
+std::vector<std::string> perfmodel_symbols() {
+    std::vector<std::string> out;
+    for (const char* op : {"getrf", "getrs", "potrf", "potrs", "geqrf", "gels"})
+        for (char precision : {'s', 'd'}) out.push_back(fmt::format("starfact_batched_{}_{}", op, precision));
+    return out;
+}
+
+namespace {
+detail::Problem problem(Op op, int m, int n, int nrhs, int count, int lda, int ldb, long long strideA,
+                        long long strideB) {
+    detail::Problem p;
+    p.op = op;
+    p.m = m;
+    p.n = n;
+    p.nrhs = nrhs;
+    p.count = count;
+    p.lda = lda;
+    p.ldb = ldb;
+    p.strideA = strideA;
+    p.strideB = strideB;
+    return p;
+}
+long long elements(int ld, int cols) { return static_cast<long long>(ld) * cols; }
+}  // namespace
+
+template <class T>
+int getrf(int n, T* A, int lda, long long strideA, int* ipiv, int* info, int count, const TaskOptions& opt) {
+    detail::Problem p = problem(Op::getrf, n, n, 0, count, lda, 1, strideA, 0);
+    p.A = A;
+    p.ipiv = ipiv;
+    p.info = info;
+    detail::check(p);
+    if (detail::nothing_to_do(p)) {
+        detail::zero_info(info, count);
+        return 0;
+    }
+    run_tasks<T>(Op::getrf, p, opt, {array(A, strideA, elements(lda, n)), array(ipiv, n, n), array(info, 1, 1)},
+                 getrf_flops(n));
+    return count_failures(info, count);
+}
+
+template <class T>
+void getrs(int n, int nrhs, const T* A, int lda, long long strideA, const int* ipiv, T* B, int ldb, long long strideB,
+           int count, const TaskOptions& opt) {
+    detail::Problem p = problem(Op::getrs, n, n, nrhs, count, lda, ldb, strideA, strideB);
+    p.A = A;
+    p.B = B;
+    p.ipiv = ipiv;
+    detail::check(p);
+    if (detail::nothing_to_do(p)) return;
+    run_tasks<T>(Op::getrs, p, opt,
+                 {array(A, strideA, elements(lda, n)), array(ipiv, n, n), array(B, strideB, elements(ldb, nrhs))},
+                 getrs_flops(n, nrhs));
+}
+
+template <class T>
+int potrf(Uplo uplo, int n, T* A, int lda, long long strideA, int* info, int count, const TaskOptions& opt) {
+    detail::Problem p = problem(Op::potrf, n, n, 0, count, lda, 1, strideA, 0);
+    p.A = A;
+    p.info = info;
+    detail::check(p);
+    if (detail::nothing_to_do(p)) {
+        detail::zero_info(info, count);
+        return 0;
+    }
+    run_tasks<T>(Op::potrf, p, opt, {array(A, strideA, elements(lda, n)), array(info, 1, 1)}, potrf_flops(n), uplo);
+    return count_failures(info, count);
+}
+
+template <class T>
+void potrs(Uplo uplo, int n, int nrhs, const T* A, int lda, long long strideA, T* B, int ldb, long long strideB,
+           int count, const TaskOptions& opt) {
+    detail::Problem p = problem(Op::potrs, n, n, nrhs, count, lda, ldb, strideA, strideB);
+    p.A = A;
+    p.B = B;
+    detail::check(p);
+    if (detail::nothing_to_do(p)) return;
+    run_tasks<T>(Op::potrs, p, opt, {array(A, strideA, elements(lda, n)), array(B, strideB, elements(ldb, nrhs))},
+                 potrs_flops(n, nrhs), uplo);
+}
+
+template <class T>
+void geqrf(int m, int n, T* A, int lda, long long strideA, T* tau, int count, const TaskOptions& opt) {
+    detail::Problem p = problem(Op::geqrf, m, n, 0, count, lda, 1, strideA, 0);
+    p.A = A;
+    p.tau = tau;
+    detail::check(p);
+    if (detail::nothing_to_do(p)) return;
+    run_tasks<T>(Op::geqrf, p, opt, {array(A, strideA, elements(lda, n)), array(tau, n, n)}, geqrf_flops(m, n));
+}
+
+template <class T>
+int gels(int m, int n, int nrhs, T* A, int lda, long long strideA, T* tau, T* B, int ldb, long long strideB, int* info,
+         int count, const TaskOptions& opt) {
+    detail::Problem p = problem(Op::gels, m, n, nrhs, count, lda, ldb, strideA, strideB);
+    p.A = A;
+    p.B = B;
+    p.tau = tau;
+    p.info = info;
+    detail::check(p);
+    if (detail::nothing_to_do(p)) {
+        detail::zero_info(info, count);
+        return 0;
+    }
+    run_tasks<T>(Op::gels, p, opt,
+                 {array(A, strideA, elements(lda, n)), array(tau, n, n), array(B, strideB, elements(ldb, nrhs)),
+                  array(info, 1, 1)},
+                 gels_flops(m, n, nrhs));
+    return count_failures(info, count);
+}
+
+template int getrf<float>(int, float*, int, long long, int*, int*, int, const TaskOptions&);
+template int getrf<double>(int, double*, int, long long, int*, int*, int, const TaskOptions&);
+template void getrs<float>(int, int, const float*, int, long long, const int*, float*, int, long long, int,
+                           const TaskOptions&);
+template void getrs<double>(int, int, const double*, int, long long, const int*, double*, int, long long, int,
+                            const TaskOptions&);
+template int potrf<float>(Uplo, int, float*, int, long long, int*, int, const TaskOptions&);
+template int potrf<double>(Uplo, int, double*, int, long long, int*, int, const TaskOptions&);
+template void potrs<float>(Uplo, int, int, const float*, int, long long, float*, int, long long, int,
+                           const TaskOptions&);
+template void potrs<double>(Uplo, int, int, const double*, int, long long, double*, int, long long, int,
+                            const TaskOptions&);
+template void geqrf<float>(int, int, float*, int, long long, float*, int, const TaskOptions&);
+template void geqrf<double>(int, int, double*, int, long long, double*, int, const TaskOptions&);
+template int gels<float>(int, int, int, float*, int, long long, float*, float*, int, long long, int*, int,
+                         const TaskOptions&);
+template int gels<double>(int, int, int, double*, int, long long, double*, double*, int, long long, int*, int,
+                          const TaskOptions&);
+
+}  // namespace tasks
+}  // namespace starfact::batched
