@@ -28,9 +28,9 @@ namespace {
 using namespace starfact;
 namespace bc = starfact::batched::cuda;
 
-constexpr double kBandwidth = 3.0e12;             // H100 device copy, bytes/s (../shared/GPU.md)
+constexpr double kBandwidth = 3.0e12;                    // H100 device copy, bytes/s (../shared/GPU.md)
 constexpr std::size_t kCpuBytes = std::size_t(2) << 30;  // CPU baseline batch at most this large
-constexpr int kPool = 64;                         // distinct matrices, repeated over the batch
+constexpr int kPool = 64;                                // distinct matrices, repeated over the batch
 
 /// A device batch: count matrices of n x cols (ld = n) back to back, and their pointers.
 struct DeviceBatch {
@@ -64,8 +64,8 @@ struct DeviceBatch {
 /// Fills the batch with the pool's matrices, matrix b = pool[b % pool.size()].
 void fill(DeviceBatch& d, const std::vector<std::vector<double>>& pool) {
     for (int b = 0; b < d.count; ++b)
-        bench::check(cudaMemcpy(d.data + b * d.stride(), pool[b % pool.size()].data(),
-                                sizeof(double) * d.stride(), cudaMemcpyHostToDevice),
+        bench::check(cudaMemcpy(d.data + b * d.stride(), pool[b % pool.size()].data(), sizeof(double) * d.stride(),
+                                cudaMemcpyHostToDevice),
                      "cudaMemcpy");
 }
 
@@ -84,7 +84,8 @@ double worst_residual(char uplo, const DeviceBatch& F, const std::vector<std::ve
     double worst = 0;
     for (int b : {0, F.count / 2, F.count - 1}) {
         const auto f = F.matrix(b);
-        worst = std::max(worst, checks::potrf_residual<double>(uplo, F.n, pool[b % pool.size()].data(), F.n, f.data(), F.n));
+        worst = std::max(worst,
+                         checks::potrf_residual<double>(uplo, F.n, pool[b % pool.size()].data(), F.n, f.data(), F.n));
     }
     return worst;
 }
@@ -105,8 +106,8 @@ double worst_solve(const DeviceBatch& X, const std::vector<std::vector<double>>&
 /// `count` matrices (measured on fewer when count would not fit kCpuBytes, scaled linearly).
 double time_cpu(int n, int count, const std::vector<std::vector<double>>& pool, int reps, int* cpu_count) {
     const std::size_t per = static_cast<std::size_t>(n) * n;  // elements of one matrix
-    const int c = static_cast<int>(
-        std::max<std::size_t>(1, std::min<std::size_t>(count, kCpuBytes / (sizeof(double) * per))));
+    const int c =
+        static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(count, kCpuBytes / (sizeof(double) * per))));
     *cpu_count = c;
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::vector<double> work(static_cast<std::size_t>(c) * n * n);
@@ -178,10 +179,16 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     auto record = [&](const std::string& op, int n, int count, int nrhs, const std::string& impl, double t,
                       double flops, double floor, double vendor_t, nlohmann::ordered_json extra) {
-        nlohmann::ordered_json j{{"record", "point"}, {"op", op},           {"n", n},
-                                 {"count", count},    {"nrhs", nrhs},       {"impl", impl},
-                                 {"time_s", t},       {"tflops", flops / t / 1e12},
-                                 {"floor_s", floor},  {"vendor_over_this", vendor_t > 0 ? vendor_t / t : 0.0}};
+        nlohmann::ordered_json j{{"record", "point"},
+                                 {"op", op},
+                                 {"n", n},
+                                 {"count", count},
+                                 {"nrhs", nrhs},
+                                 {"impl", impl},
+                                 {"time_s", t},
+                                 {"tflops", flops / t / 1e12},
+                                 {"floor_s", floor},
+                                 {"vendor_over_this", vendor_t > 0 ? vendor_t / t : 0.0}};
         for (auto& [k, v] : extra.items()) j[k] = v;
         emit(j);
         rows.push_back({op, n, count, nrhs, impl, t, flops / t / 1e12, floor, vendor_t > 0 ? vendor_t / t : 0.0});
@@ -246,8 +253,8 @@ int main(int argc, char** argv) {
             double tvs = 0;
             if (nrhs == 1) {
                 tvs = bench::time_on_device(reps, brestore, [&] {
-                    bench::check(cusolverDnDpotrsBatched(solver, CUBLAS_FILL_MODE_LOWER, n, 1, work.ptrs, n, b.ptrs,
-                                                         n, dinfo, count),
+                    bench::check(cusolverDnDpotrsBatched(solver, CUBLAS_FILL_MODE_LOWER, n, 1, work.ptrs, n, b.ptrs, n,
+                                                         dinfo, count),
                                  "cusolverDnDpotrsBatched");
                 });
                 record("potrs", n, count, nrhs, "cusolver_lower", tvs, sflops, sfloor, 0,

@@ -47,10 +47,12 @@ struct DeviceBatch {
         std::vector<T*> p(h.size());
         for (std::size_t b = 0; b < h.size(); ++b) {
             p[b] = data.get() + b * stride();
-            if (stride() > 0 && cudaMemcpy(p[b], h[b].ptr(), stride() * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess)
+            if (stride() > 0 &&
+                cudaMemcpy(p[b], h[b].ptr(), stride() * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess)
                 throw std::runtime_error("cudaMemcpy to the device failed");
         }
-        if (!p.empty() && cudaMemcpy(ptrs.get(), p.data(), p.size() * sizeof(T*), cudaMemcpyHostToDevice) != cudaSuccess)
+        if (!p.empty() &&
+            cudaMemcpy(ptrs.get(), p.data(), p.size() * sizeof(T*), cudaMemcpyHostToDevice) != cudaSuccess)
             throw std::runtime_error("cudaMemcpy of the pointers failed");
     }
     std::size_t stride() const { return static_cast<std::size_t>(ld) * cols; }
@@ -341,8 +343,8 @@ TYPED_TEST(BatchedPotrfCuda, FactorThenSolve) {
             const bc::Launch l =
                 this->launch(std::max(bc::potrf_workspace<T>(n, count), bc::potrs_workspace<T>(n, nrhs, count)));
             bc::potrf<T>(l, to_uplo(uplo), n, dA.ptrs.get(), n, info.get(), count);
-            bc::potrs<T>(l, to_uplo(uplo), n, nrhs,
-                         reinterpret_cast<const T* const*>(dA.ptrs.get()), n, dB.ptrs.get(), n, count);
+            bc::potrs<T>(l, to_uplo(uplo), n, nrhs, reinterpret_cast<const T* const*>(dA.ptrs.get()), n, dB.ptrs.get(),
+                         n, count);
             ASSERT_TRUE(this->sync());
             EXPECT_EQ(download_ints(info), std::vector<int>(count, 0));
             const auto X = dB.download();
