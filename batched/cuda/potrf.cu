@@ -231,9 +231,11 @@ __global__ void __launch_bounds__(kLeafThreads)
         lcol[j] = (r < nn && j < nn && j >= r) ? s[j + r * LDS] : T(r == j ? 1 : 0);
     }
 
+    // 1 / L(r, r): lane j scales step j by it (a division in the chain would serialize it).
+    const T dinv = T(1) / (r < nn ? s[r + r * LDS] : T(1));
     T* x = nn > 0 ? B[b] : nullptr;
     const int lane_base = (threadIdx.x % 32) / P * P;  // the group's first lane in the warp
-    for (int c0 = 0; c0 < nrhs; c0 += CH) {  // CH independent substitutions in flight
+    for (int c0 = 0; c0 < nrhs; c0 += CH) {            // CH independent substitutions in flight
         T y[CH];
 #pragma unroll
         for (int c = 0; c < CH; ++c)
@@ -242,7 +244,7 @@ __global__ void __launch_bounds__(kLeafThreads)
         for (int j = 0; j < NB; ++j) {  // L y = b
 #pragma unroll
             for (int c = 0; c < CH; ++c) {
-                if (r == j) y[c] /= lrow[j];
+                if (r == j) y[c] *= dinv;
                 const T yj = __shfl_sync(0xffffffffu, y[c], lane_base + j);
                 if (r > j) y[c] -= lrow[j] * yj;
             }
@@ -251,7 +253,7 @@ __global__ void __launch_bounds__(kLeafThreads)
         for (int j = NB - 1; j >= 0; --j) {  // L^T x = y
 #pragma unroll
             for (int c = 0; c < CH; ++c) {
-                if (r == j) y[c] /= lcol[j];
+                if (r == j) y[c] *= dinv;
                 const T xj = __shfl_sync(0xffffffffu, y[c], lane_base + j);
                 if (r < j) y[c] -= lcol[j] * xj;
             }
@@ -285,9 +287,8 @@ void launch_potrs_small(cudaStream_t stream, int n, const T* const* A, View lv, 
 /// each broadcast entry of L feeds RPT fused multiply-adds. Matrices with a nonzero info (when
 /// info is given) are skipped.
 template <class T, bool kTransL, int RPT>
-__global__ void __launch_bounds__(kSolveRows)
-    trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m, int k, const int* info, int count,
-                     int row_blocks) {
+__global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
+                                                               int k, const int* info, int count, int row_blocks) {
     constexpr int K = kCut;
     constexpr int LK = K + 1;
     constexpr int R = RPT * kSolveRows;  // rows of X per block
@@ -396,8 +397,8 @@ __global__ void __launch_bounds__(kSyrkThreads)
                      int diag_blocks) {
     constexpr int K = kCut;
     constexpr int LK = K + 1;
-    constexpr int W = 4;       // tile width per thread
-    constexpr int S = K / W;   // threads per dimension; thread rows tx + S p, columns ty + S q
+    constexpr int W = 4;      // tile width per thread
+    constexpr int S = K / W;  // threads per dimension; thread rows tx + S p, columns ty + S q
     static_assert(S * S == kSyrkThreads, "one 4 x 4 tile per thread");
     __shared__ T sA[K * LK];
 
@@ -455,8 +456,8 @@ __global__ void __launch_bounds__(kSyrkThreads)
 /// staged 32-column chunks of A, the sum staged in shared memory and subtracted from C's lower
 /// triangle only.
 __global__ void __launch_bounds__(kSyrkThreads)
-    syrk_diag_dmma_kernel(double* const* C, View cv, const double* const* A, View av, int n, int k,
-                          const int* info, int count, int diag_blocks) {
+    syrk_diag_dmma_kernel(double* const* C, View cv, const double* const* A, View av, int n, int k, const int* info,
+                          int count, int diag_blocks) {
     namespace wmma = nvcuda::wmma;
     constexpr int K = kCut;
     constexpr int LA = K + 4;  // a multiple of 4, as wmma wants; tiles start on 32-byte boundaries
@@ -574,8 +575,7 @@ template <class T>
 class Batch {
 public:
     /// with_gemm: carve the pointer arrays of the batched gemms (solves above kCut, factorizations above kLeafMax).
-    Batch(const Launch& launch, int count, int* info, bool with_gemm)
-        : launch_(launch), count_(count), info_(info) {
+    Batch(const Launch& launch, int count, int* info, bool with_gemm) : launch_(launch), count_(count), info_(info) {
         if (with_gemm) {
             detail::WorkspaceCarver carver(launch);
             pa_ = carver.take<const T*>(static_cast<std::size_t>(count_));
@@ -590,11 +590,11 @@ public:
     }
 
     /// C (m x n) <- C - A op(B): op(B) = B^T (B is n x k) when b_trans, else B (k x n).
-    void gemm_minus(T* const* Cp, View c, const T* const* Ap, View a, const T* const* Bp, View bv, bool b_trans,
-                    int m, int n, int k) {
+    void gemm_minus(T* const* Cp, View c, const T* const* Ap, View a, const T* const* Bp, View bv, bool b_trans, int m,
+                    int n, int k) {
         if (m <= 0 || n <= 0 || k <= 0) return;
         gemm_pointers_kernel<<<detail::ceil_div(count_, 256), 256, 0, launch_.stream>>>(Ap, a.off, Bp, bv.off, Cp,
-                                                                                       c.off, pa_, pb_, pc_, count_);
+                                                                                        c.off, pa_, pb_, pc_, count_);
         detail::check_launch("potrf gemm pointers");
         // The operand wanted is V (tr false) or V^T; memory holds V or V^T (trans).
         auto op = [](const View& v, bool tr) { return v.trans != tr ? CUBLAS_OP_T : CUBLAS_OP_N; };
@@ -604,8 +604,8 @@ public:
                                        pb_, bv.ld, &one, pc_, c.ld, count_),
                           "cublas gemmBatched");
         else  // memory holds C^T: C^T <- C^T - op(B)^T A^T
-            detail::check(gemm_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, pb_,
-                                       bv.ld, pa_, a.ld, &one, pc_, c.ld, count_),
+            detail::check(gemm_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, pb_, bv.ld,
+                                       pa_, a.ld, &one, pc_, c.ld, count_),
                           "cublas gemmBatched");
     }
 
