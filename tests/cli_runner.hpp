@@ -108,6 +108,10 @@ public:
         pid_ = fork();
         if (pid_ == 0) {
             if (!freopen(out_path_.c_str(), "w", stdout) || !freopen(err_path_.c_str(), "w", stderr)) _exit(126);
+            // As started from a terminal, whatever the test runner ignores (a shell ignores SIGINT
+            // in the background jobs it starts, and exec keeps an ignored signal ignored).
+            ::signal(SIGINT, SIG_DFL);
+            ::signal(SIGTERM, SIG_DFL);
             execve(argv[0], argv.data(), envp.data());
             _exit(127);
         }

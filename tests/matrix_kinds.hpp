@@ -117,7 +117,9 @@ double qr_residual(const HostMatrix<T>& A, const HostMatrix<T>& F, const HostMat
     blas::trmm('R', 'U', 'N', 'N', m, n, T(1), F.ptr(), F.ld, W.ptr(), W.ld);
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) W(i, j) -= A(i, j);
-    return blas::lange('1', m, n, W.ptr(), W.ld) / (m * blas::lange('1', m, n, A.ptr(), A.ld) * eps<T>());
+    const double diff = blas::lange('1', m, n, W.ptr(), W.ld), anorm = blas::lange('1', m, n, A.ptr(), A.ld);
+    if (anorm == 0.0) return diff == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();  // A = 0: Q R must be 0
+    return diff / (m * anorm * eps<T>());
 }
 
 /// ||I - Q^T Q||_1 / (m eps).
