@@ -95,53 +95,25 @@ struct Vec16<float> {
 };
 
 // ---- Register kernel: a whole small matrix, or one panel of the blocked path ---------------
-//
-// SUB > 0: groups of SUB lanes (SUB <= 32), one matrix each, several per block, synchronized
-// with __syncwarp. SUB == 0: one matrix per block of blockDim.x (a multiple of 32, <= MAXT)
-// threads, synchronized with __syncthreads. Rows j0 .. n-1 and columns j0 .. j0+w-1 (w <= NC)
-// of the matrix are factored; thread t holds row j0 + t. `swaps` (panel mode) receives, per
-// matrix, at [0, w) the source row of each final position j0 + i and at [64, 64 + w) the final
-// position of each row j0 + i. `whole`: info is written, else only lowered from 0.
-template <class T, int NC, int SUB, int MAXT>
-__global__ void __launch_bounds__(MAXT)
-    lu_register_kernel(T* const* A, int lda, int n, int j0, int w, int* ipiv, int* info, int* swaps, int count,
-                       bool whole) {
-    constexpr int kSlots = SUB > 0 ? MAXT / SUB : MAXT / 32;
+
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+template <class T>
+__device__ inline void cp_async(T* smem, const T* gmem) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(sizeof(T)));
+}
+
+/// The factorization proper, on the rows held by a group: see lu_register_kernel.
+template <class T, int NC, int SUB, int kSlots>
+__device__ __forceinline__ void factor_rows(T (&a)[NC], T* Ab, int b, int lda, int n, int j0, int w, int* ipiv,
+                                            int* info, int* swaps, bool whole, int t, int lane, int slot,
+                                            unsigned mask, T (&srow)[2][kSlots][NC],
+                                            unsigned long long (&skey)[2][kSlots], int (&spos)[2][kSlots]) {
     using V = typename Vec16<T>::type;
     constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
     static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
-    __shared__ __align__(16) T srow[2][kSlots][NC];
-    __shared__ unsigned long long skey[2][kSlots];
-    __shared__ int spos[2][kSlots];
-
-    const int lane = threadIdx.x & 31;
-    int b, t, slot, first_slot, nslots;
-    unsigned mask;
-    if constexpr (SUB > 0) {
-        const int group = threadIdx.x / SUB;
-        b = blockIdx.x * (blockDim.x / SUB) + group;
-        t = threadIdx.x % SUB;
-        slot = first_slot = group;
-        nslots = 1;
-        mask = SUB == 32 ? kFullMask : ((1u << SUB) - 1u) << (lane / SUB * SUB);
-    } else {
-        b = blockIdx.x;
-        t = threadIdx.x;
-        slot = threadIdx.x / 32;
-        first_slot = 0;
-        nslots = blockDim.x / 32;
-        mask = kFullMask;
-    }
-    if (b >= count) return;  // a whole group (SUB > 0) or block (SUB == 0)
-    const bool unit_leader = SUB > 0 ? t == 0 : lane == 0;
-
-    T* Ab = A[b];
     const int m = n - j0;
-    T a[NC];
-#pragma unroll
-    for (int c = 0; c < NC; ++c)
-        a[c] = (t < m && c < w) ? Ab[(j0 + t) + static_cast<std::size_t>(j0 + c) * lda] : T(0);
-
     int pos = t;
     int linfo = 0;
 #pragma unroll
@@ -154,9 +126,11 @@ __global__ void __launch_bounds__(MAXT)
         const bool top = cand && key == kmax;
         const unsigned ppos = __reduce_min_sync(mask, top ? static_cast<unsigned>(pos) : kNoPos);
         const bool winner = top && static_cast<unsigned>(pos) == ppos;
-        if (winner || (kmax == 0ull && unit_leader)) {
-            skey[par][slot] = kmax;
-            spos[par][slot] = winner ? pos : INT_MAX;
+        if constexpr (SUB == 0) {
+            if (winner || (kmax == 0ull && lane == 0)) {  // a warp without candidates says so
+                skey[par][slot] = kmax;
+                spos[par][slot] = winner ? pos : INT_MAX;
+            }
         }
         if (winner) {
 #pragma unroll
@@ -168,22 +142,21 @@ __global__ void __launch_bounds__(MAXT)
                 *reinterpret_cast<V*>(&srow[par][slot][c]) = v;
             }
         }
+        int bs, bp;  // the winning slot and the pivot's position
         if constexpr (SUB > 0) {
             __syncwarp(mask);
+            bs = slot;
+            bp = static_cast<int>(ppos);
         } else {
             __syncthreads();
-        }
-        int bs = first_slot;
-        unsigned long long bk = skey[par][bs];
-        int bp = spos[par][bs];
-        for (int s = 1; s < nslots; ++s) {
-            const unsigned long long k = skey[par][first_slot + s];
-            const int p = spos[par][first_slot + s];
-            if (k > bk || (k == bk && p < bp)) {
-                bk = k;
-                bp = p;
-                bs = first_slot + s;
-            }
+            // Every warp reduces the warps' candidates at once, one per lane.
+            const bool has = lane < static_cast<int>(blockDim.x / 32);
+            const unsigned long long k = has ? skey[par][lane] : 0ull;
+            const unsigned long long kbest = group_max(kFullMask, k);
+            const bool best = has && k == kbest;
+            const unsigned pbest = __reduce_min_sync(kFullMask, best ? static_cast<unsigned>(spos[par][lane]) : kNoPos);
+            bs = __ffs(__ballot_sync(kFullMask, best && static_cast<unsigned>(spos[par][lane]) == pbest)) - 1;
+            bp = static_cast<int>(pbest);
         }
         const T piv = srow[par][bs][j];
         if (winner && bs == slot) {
@@ -223,6 +196,64 @@ __global__ void __launch_bounds__(MAXT)
         } else if (linfo != 0 && info[b] == 0) {
             info[b] = linfo;
         }
+    }
+}
+
+// SUB > 0: groups of SUB lanes (SUB <= 32), one matrix at a time each, several per block,
+// synchronized with __syncwarp; a group goes through matrices b, b + stride, ... and copies the
+// next one into shared memory (cp.async) while it factors the current one, so that memory and
+// arithmetic overlap. SUB == 0: one matrix per block of blockDim.x (a multiple of 32, <= MAXT)
+// threads, synchronized with __syncthreads. Rows j0 .. n-1 and columns j0 .. j0+w-1 (w <= NC)
+// of the matrix are factored; thread t holds row j0 + t. `swaps` (panel mode) receives, per
+// matrix, at [0, w) the source row of each final position j0 + i and at [64, 64 + w) the final
+// position of each row j0 + i. `whole`: info is written, else only lowered from 0.
+template <class T, int NC, int SUB, int MAXT>
+__global__ void __launch_bounds__(MAXT, SUB == 32 ? 5 : 1)
+    lu_register_kernel(T* const* A, int lda, int n, int j0, int w, int* ipiv, int* info, int* swaps, int count,
+                       bool whole) {
+    constexpr int kSlots = SUB > 0 ? MAXT / SUB : MAXT / 32;
+    __shared__ __align__(16) T srow[2][kSlots][NC];
+    __shared__ unsigned long long skey[2][kSlots];
+    __shared__ int spos[2][kSlots];
+
+    const int lane = threadIdx.x & 31;
+    T a[NC];
+    if constexpr (SUB > 0) {
+        __shared__ T stage[MAXT * NC];
+        const int group = threadIdx.x / SUB, t = threadIdx.x % SUB;
+        const unsigned mask = SUB == 32 ? kFullMask : ((1u << SUB) - 1u) << (lane / SUB * SUB);
+        T* st = stage + group * SUB * NC;  // st[c * SUB + t] = A(t, c)
+        const int per_block = blockDim.x / SUB;
+        const int stride = gridDim.x * per_block;
+        auto fetch = [&](int bb) {
+            const T* src = A[bb];
+            if (t < n)
+                for (int c = 0; c < n; ++c) cp_async(st + c * SUB + t, src + t + static_cast<std::size_t>(c) * lda);
+            cp_async_commit();
+        };
+        int b = blockIdx.x * per_block + group;
+        if (b < count) fetch(b);
+        for (; b < count; b += stride) {
+            cp_async_wait_all();
+            __syncwarp(mask);
+#pragma unroll
+            for (int c = 0; c < NC; ++c) a[c] = (t < n && c < n) ? st[c * SUB + t] : T(0);
+            __syncwarp(mask);
+            if (b + stride < count) fetch(b + stride);
+            factor_rows<T, NC, SUB, kSlots>(a, A[b], b, lda, n, 0, n, ipiv, info, swaps, whole, t, lane, group, mask,
+                                            srow, skey, spos);
+        }
+    } else {
+        const int b = blockIdx.x;
+        if (b >= count) return;
+        const int t = threadIdx.x;
+        T* Ab = A[b];
+        const int m = n - j0;
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+            a[c] = (t < m && c < w) ? Ab[(j0 + t) + static_cast<std::size_t>(j0 + c) * lda] : T(0);
+        factor_rows<T, NC, SUB, kSlots>(a, Ab, b, lda, n, j0, w, ipiv, info, swaps, whole, t, lane,
+                                        static_cast<int>(threadIdx.x / 32), kFullMask, srow, skey, spos);
     }
 }
 
@@ -322,28 +353,21 @@ __global__ void __launch_bounds__(kGlobalPanelThreads)
     panel_permutation(piv_out, j0, w, swaps + static_cast<std::size_t>(b) * kSwapStride);
 }
 
-// Interchanges of rows j0 .. j0+w-1 (w <= 64) composed, in the swaps format: sw[i] is the row
-// whose value ends at position j0 + i, sw[64 + i] the final position of row j0 + i. Positions
-// below j0 + w only ever receive rows of the range (an induction on LAPACK's swap order).
-__global__ void lu_compose_swaps_kernel(const int* ipiv, int n, int j0, int w, int* swaps, int count) {
-    const int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= count) return;
-    panel_permutation(ipiv + static_cast<std::size_t>(b) * n + j0, j0, w, swaps + static_cast<std::size_t>(b) * kSwapStride);
-}
-
 // ---- A block's interchanges and U12 = L11^{-1} A12 on other columns -----------------------
-// Rows j0 .. j0+w-1 (w <= 64, two per lane) of columns [c_first, c_last), one warp per column:
-// lane i reads the rows that end at positions j0 + i and j0 + 32 + i and the values of the rows
-// of the range that leave it; all reads come before all writes. With `solve`, the w rows are
-// then multiplied by L11^{-1} (L11 unit lower, w x w at (j0, j0), held in shared memory) by
-// forward substitution with shuffles.
+// Columns [c_first, c_last), one warp per column. The interchanges of one panel (rows j0 ..
+// j0+w1-1, list sw1) and, when w2 > 0, then those of the next one (rows j0+32 .., list sw2):
+// lane i reads the row that ends at position j0 + i (and j0 + 32 + i) and the value of the row
+// of the range that leaves it, all reads of a panel before its writes. With `solve`, the
+// w = 32 + w2 (or w1) rows are then multiplied by L11^{-1} (L11 unit lower, w x w at (j0, j0),
+// in shared memory) by forward substitution with shuffles.
 template <class T>
 __global__ void __launch_bounds__(256)
-    lu_swap_trsm_kernel(T* const* A, int lda, int j0, int w, const int* swaps, int c_first, int c_last,
-                        int cols_per_block, bool solve) {
+    lu_swap_trsm_kernel(T* const* A, int lda, int j0, int w1, const int* swaps1, int w2, const int* swaps2,
+                        int c_first, int c_last, int cols_per_block, bool solve) {
     __shared__ T ls[64 * 64];  // L11 by columns, stride 64, zero outside its strict lower w x w part
     const int b = blockIdx.x;
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    const int w = w2 > 0 ? 32 + w2 : w1;
     T* Ab = A[b];
     if (solve) {
         for (int e = threadIdx.x; e < 64 * 64; e += blockDim.x) {
@@ -352,22 +376,34 @@ __global__ void __launch_bounds__(256)
         }
         __syncthreads();
     }
-    const int* sw = swaps + static_cast<std::size_t>(b) * kSwapStride;
-    const bool in0 = lane < w, in1 = lane + 32 < w;
-    const int src0 = in0 ? sw[lane] : 0, src1 = in1 ? sw[lane + 32] : 0;
-    const int dst0 = in0 ? sw[64 + lane] : 0, dst1 = in1 ? sw[96 + lane] : 0;
-    const bool leaves0 = in0 && dst0 >= j0 + w, leaves1 = in1 && dst1 >= j0 + w;
+    const int* sw1 = swaps1 + static_cast<std::size_t>(b) * kSwapStride;
+    const bool in0 = lane < w1;
+    const int src0 = in0 ? sw1[lane] : 0, dst0 = in0 ? sw1[64 + lane] : 0;
+    const bool leaves0 = in0 && dst0 >= j0 + w1;
+    const bool in1 = lane < w2;
+    int src1 = 0, dst1 = 0;
+    if (in1) {
+        const int* sw2 = swaps2 + static_cast<std::size_t>(b) * kSwapStride;
+        src1 = sw2[lane];
+        dst1 = sw2[64 + lane];
+    }
+    const bool leaves1 = in1 && dst1 >= j0 + 32 + w2;
     const int c_begin = c_first + blockIdx.y * cols_per_block;
     const int c_end = min(c_last, c_begin + cols_per_block);
     for (int c = c_begin + warp; c < c_end; c += nwarps) {
         T* col = Ab + static_cast<std::size_t>(c) * lda;
         T v0 = in0 ? col[src0] : T(0);
-        T v1 = in1 ? col[src1] : T(0);
         const T o0 = leaves0 ? col[j0 + lane] : T(0);
-        const T o1 = leaves1 ? col[j0 + 32 + lane] : T(0);
         __syncwarp();
         if (leaves0) col[dst0] = o0;
-        if (leaves1) col[dst1] = o1;
+        T v1 = T(0);
+        if (w2 > 0) {
+            __syncwarp();
+            v1 = in1 ? col[src1] : T(0);
+            const T o1 = leaves1 ? col[j0 + 32 + lane] : T(0);
+            __syncwarp();
+            if (leaves1) col[dst1] = o1;
+        }
         if (solve) {
             if (w > 32) {
 #pragma unroll
@@ -474,12 +510,27 @@ __global__ void lu_left_swaps_serial_kernel(T* const* A, int lda, int n, const i
 
 // ---- Dispatch -------------------------------------------------------------------------------
 
-/// One whole-matrix instance: matrices of order <= max_n, SUB lanes per matrix (0: a block of
-/// MAXT threads), NC register columns.
+/// One whole-matrix instance: matrices of order <= NC, SUB lanes per matrix, a grid of the
+/// blocks that fit on the device at once (each group then goes through several matrices). The
+/// device's size is read once per process and instance.
 template <class T, int NC, int SUB, int MAXT>
 void launch_whole(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
-    const int per_block = SUB > 0 ? MAXT / SUB : 1;
-    lu_register_kernel<T, NC, SUB, MAXT><<<detail::ceil_div(count, per_block), MAXT, 0, launch.stream>>>(
+    static_assert(SUB > 0, "whole matrices are factored by groups of a warp or less");
+    static const int resident = [] {
+        int device = 0, sms = 0, per_sm = 0;
+        detail::check(cudaGetDevice(&device), "getrf (cudaGetDevice)");
+        detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "getrf (SM count)");
+        detail::check(cudaFuncSetAttribute(lu_register_kernel<T, NC, SUB, MAXT>,
+                                           cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared),
+                      "getrf (shared memory carveout)");
+        detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lu_register_kernel<T, NC, SUB, MAXT>,
+                                                                    MAXT, 0),
+                      "getrf (occupancy)");
+        return sms * per_sm > 0 ? sms * per_sm : 1;
+    }();
+    const int needed = detail::ceil_div(count, MAXT / SUB);
+    lu_register_kernel<T, NC, SUB, MAXT><<<needed < resident ? needed : resident, MAXT, 0, launch.stream>>>(
         A, lda, n, 0, n, ipiv, info, nullptr, count, true);
     detail::check_launch("getrf (register kernel)");
 }
@@ -519,7 +570,7 @@ template <class T>
 std::size_t getrf_workspace(int n, int count) {
     if (n <= kTuning.whole_max_n || count <= 0) return 0;
     using detail::WorkspaceCarver;
-    return WorkspaceCarver::round(static_cast<std::size_t>(count) * kSwapStride * sizeof(int)) +
+    return 2 * WorkspaceCarver::round(static_cast<std::size_t>(count) * kSwapStride * sizeof(int)) +
            3 * WorkspaceCarver::round(static_cast<std::size_t>(count) * sizeof(T*));
 }
 
@@ -535,33 +586,36 @@ struct Blocked {
     int* ipiv;
     int* info;
     int count;
-    int* swaps;
+    int* swaps[2];  // the interchanges of an outer block's first and second panel
     T** a21;
     T** u12;
     T** a22;
 
-    /// Factors rows j0 .. n-1 of columns j0 .. j0+w-1 (w <= 32); its interchanges go to swaps.
-    void panel(int j0, int w) const {
+    /// Factors rows j0 .. n-1 of columns j0 .. j0+w-1 (w <= 32); its interchanges go to
+    /// swaps[which].
+    void panel(int j0, int w, int which) const {
+        int* sw = swaps[which];
         const int m = n - j0;
         if (m <= kTuning.register_panel_rows) {
             const int threads = detail::ceil_div(m, 32) * 32;
             lu_register_kernel<T, 32, 0, 512><<<count, threads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv, info,
-                                                                                     swaps, count, false);
+                                                                                     sw, count, false);
         } else {
             lu_global_panel_kernel<T><<<count, kGlobalPanelThreads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv,
-                                                                                         info, swaps);
+                                                                                         info, sw);
         }
         detail::check_launch("getrf (panel)");
     }
 
-    /// The interchanges of rows j0 .. j0+w-1 (in swaps) on columns [c0, c1), and with `solve`
+    /// The interchanges of panel swaps[which] (rows j0 .. j0+w1-1) and, when w2 > 0, then of
+    /// panel swaps[1] (rows j0+32 .. j0+32+w2-1) on columns [c0, c1), and with `solve`
     /// U12 = L11^{-1} U12 there.
-    void swap_columns(int j0, int w, int c0, int c1, bool solve) const {
+    void swap_columns(int j0, int w1, int which, int w2, int c0, int c1, bool solve) const {
         if (c1 <= c0) return;
         const int per_block = kTuning.swap_columns_per_block;
         const dim3 grid(count, detail::ceil_div(c1 - c0, per_block));
-        lu_swap_trsm_kernel<T><<<grid, kTuning.swap_warps * 32, 0, launch.stream>>>(A, lda, j0, w, swaps, c0, c1,
-                                                                                    per_block, solve);
+        lu_swap_trsm_kernel<T><<<grid, kTuning.swap_warps * 32, 0, launch.stream>>>(
+            A, lda, j0, w1, swaps[which], w2, swaps[1], c0, c1, per_block, solve);
         detail::check_launch("getrf (interchanges and U12)");
     }
 
@@ -591,11 +645,12 @@ void getrf(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* in
     if (n <= kTuning.whole_max_n) return launch_small<T>(launch, n, A, lda, ipiv, info, count);
 
     detail::WorkspaceCarver carver(launch);
-    int* swaps = carver.take<int>(static_cast<std::size_t>(count) * kSwapStride);
+    int* swaps0 = carver.take<int>(static_cast<std::size_t>(count) * kSwapStride);
+    int* swaps1 = carver.take<int>(static_cast<std::size_t>(count) * kSwapStride);
     T** a21 = carver.take<T*>(count);
     T** u12 = carver.take<T*>(count);
     T** a22 = carver.take<T*>(count);
-    const Blocked<T> blk{launch, n, A, lda, ipiv, info, count, swaps, a21, u12, a22};
+    const Blocked<T> blk{launch, n, A, lda, ipiv, info, count, {swaps0, swaps1}, a21, u12, a22};
     detail::check(cudaMemsetAsync(info, 0, static_cast<std::size_t>(count) * sizeof(int), launch.stream),
                   "getrf (info)");
 
@@ -606,23 +661,18 @@ void getrf(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* in
     for (int J = 0; J < n; J += NB) {
         const int W = n - J < NB ? n - J : NB;
         const int w1 = W < nb ? W : nb;
-        blk.panel(J, w1);
+        blk.panel(J, w1, 0);
         if (W > nb) {
             // The second panel of the block: first the first panel's interchanges and U12 on it,
             // its update (k = 32), then after its factorization its interchanges on the first
             // panel's columns (so that L11 below is the final one).
-            blk.swap_columns(J, w1, J + w1, J + W, true);
+            blk.swap_columns(J, w1, 0, 0, J + w1, J + W, true);
             blk.update(J, J + w1, J + W);
-            blk.panel(J + w1, W - w1);
-            blk.swap_columns(J + w1, W - w1, J, J + w1, false);
+            blk.panel(J + w1, W - w1, 1);
+            blk.swap_columns(J + w1, W - w1, 1, 0, J, J + w1, false);
         }
         if (J + W >= n) break;
-        if (W > nb) {
-            lu_compose_swaps_kernel<<<detail::ceil_div(count, 128), 128, 0, launch.stream>>>(ipiv, n, J, W, swaps,
-                                                                                             count);
-            detail::check_launch("getrf (composed interchanges)");
-        }
-        blk.swap_columns(J, W, J + W, n, true);
+        blk.swap_columns(J, w1, 0, W - w1, J + W, n, true);
         blk.update(J, J + W, n);
     }
     detail::check(cublasSetPointerMode(launch.cublas, mode), "getrf (cublasSetPointerMode)");

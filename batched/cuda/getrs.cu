@@ -43,18 +43,19 @@ __global__ void __launch_bounds__(256)
             for (int r = lane; r < n; r += 32) x[r + j * ldx] = col[r + static_cast<std::size_t>(j) * ldb];
         __syncwarp();
     }
-    // The interchanges are sequential; the pivots are loaded 32 at a time by the whole warp.
+    // The interchanges are sequential within a column: lane j applies them to column j; the
+    // pivots are loaded 32 at a time by the whole warp.
     for (int I = 0; I < n; I += 32) {
         const int mine = I + lane < n ? piv[I + lane] - 1 : I + lane;
         const int kb = n - I < 32 ? n - I : 32;
         for (int k = 0; k < kb; ++k) {
             const int p = __shfl_sync(kFullMask, mine, k);
-            if (lane == 0 && p != I + k)
-                for (int j = 0; j < rc; ++j) {
-                    const T v = x[I + k + j * ldx];
-                    x[I + k + j * ldx] = x[p + j * ldx];
-                    x[p + j * ldx] = v;
-                }
+            if (lane < rc && p != I + k) {
+                T* xj = x + lane * ldx;
+                const T v = xj[I + k];
+                xj[I + k] = xj[p];
+                xj[p] = v;
+            }
         }
     }
     __syncwarp();
