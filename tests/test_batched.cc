@@ -321,6 +321,21 @@ TYPED_TEST(BatchedHost, GeqrfMatchesLapackeAndGelsMatchesItsLeastSquares) {
     }
 }
 
+TYPED_TEST(BatchedHost, ThreadCountDoesNotChangeResults) {
+    using T = TypeParam;
+    const int n = 20, count = 61;
+    Strided<T> A(n, n, count);
+    fill_uniform(A, this->seed());
+    Strided<T> A1 = A, A3 = A;
+    std::vector<int> p1(count * n), p3(count * n), i1(count), i3(count);
+    bt::getrf(n, A1.at(0), A1.ld, A1.stride, p1.data(), i1.data(), count, bt::HostOptions{1});
+    bt::getrf(n, A3.at(0), A3.ld, A3.stride, p3.data(), i3.data(), count, bt::HostOptions{3});
+    EXPECT_TRUE(A1.same_bytes(A3));
+    EXPECT_EQ(p1, p3);
+    EXPECT_EQ(i1, i3);
+    EXPECT_FALSE(A1.same_bytes(A));  // it did factor
+}
+
 // ---- planted failures, NaN ---------------------------------------------------------------
 
 /// The planted matrices (count/4, count/2, count-1) and the failing column of each (1, n/2+1, n).
