@@ -35,8 +35,10 @@ constexpr double kBandwidth = 3.0e12;  // H100 device copy, bytes/s (../shared/G
 
 /// LAPACK's flop count of dgeqrf (LAWN 41: multiplications plus additions).
 double geqrf_flops(double m, double n) {
-    const double mul = m >= n ? n * (n * (0.5 - n / 3.0 + m) + m + 23.0 / 6.0) : m * (m * (-0.5 - m / 3.0 + n) + 2.0 * n + 23.0 / 6.0);
-    const double add = m >= n ? n * (n * (0.5 - n / 3.0 + m) + 5.0 / 6.0) : m * (m * (-0.5 - m / 3.0 + n) + n + 5.0 / 6.0);
+    const double mul =
+        m >= n ? n * (n * (0.5 - n / 3.0 + m) + m + 23.0 / 6.0) : m * (m * (-0.5 - m / 3.0 + n) + 2.0 * n + 23.0 / 6.0);
+    const double add =
+        m >= n ? n * (n * (0.5 - n / 3.0 + m) + 5.0 / 6.0) : m * (m * (-0.5 - m / 3.0 + n) + n + 5.0 / 6.0);
     return mul + add;
 }
 
@@ -50,7 +52,9 @@ double geqrs_flops(double m, double n, double nrhs) {
 template <class E>
 struct Device {
     E* p = nullptr;
-    explicit Device(std::size_t n) { bench::check(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(E)), "cudaMalloc"); }
+    explicit Device(std::size_t n) {
+        bench::check(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(E)), "cudaMalloc");
+    }
     ~Device() { cudaFree(p); }
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
@@ -64,13 +68,15 @@ double sample_residual(int m, int n, int count, const std::vector<double>& A, co
     for (int b : {0, count / 2, count - 1}) {
         std::vector<double> F(mn), tau(static_cast<std::size_t>(n)), R(static_cast<std::size_t>(n) * n, 0.0);
         bench::check(cudaMemcpy(F.data(), dA + b * mn, mn * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
-        bench::check(cudaMemcpy(tau.data(), dtau + static_cast<std::size_t>(b) * n, n * sizeof(double),
-                                cudaMemcpyDeviceToHost),
-                     "cudaMemcpy");
+        bench::check(
+            cudaMemcpy(tau.data(), dtau + static_cast<std::size_t>(b) * n, n * sizeof(double), cudaMemcpyDeviceToHost),
+            "cudaMemcpy");
         for (int j = 0; j < n; ++j)
-            for (int i = 0; i <= j; ++i) R[i + static_cast<std::size_t>(j) * n] = F[i + static_cast<std::size_t>(j) * m];
+            for (int i = 0; i <= j; ++i)
+                R[i + static_cast<std::size_t>(j) * n] = F[i + static_cast<std::size_t>(j) * m];
         LAPACKE_dorgqr(LAPACK_COL_MAJOR, m, n, n, F.data(), m, tau.data());
-        std::vector<double> D(A.begin() + static_cast<std::ptrdiff_t>(b * mn), A.begin() + static_cast<std::ptrdiff_t>((b + 1) * mn));
+        std::vector<double> D(A.begin() + static_cast<std::ptrdiff_t>(b * mn),
+                              A.begin() + static_cast<std::ptrdiff_t>((b + 1) * mn));
         blas::gemm('N', 'N', m, n, n, -1.0, F.data(), m, R.data(), n, 1.0, D.data(), m);
         std::vector<double> I(static_cast<std::size_t>(n) * n, 0.0);
         for (int j = 0; j < n; ++j) I[j + static_cast<std::size_t>(j) * n] = 1.0;
@@ -102,8 +108,9 @@ double time_cpu(int m, int n, int count, const std::vector<double>& A, int reps)
             pool.emplace_back([&] {
                 std::vector<double> w(lwork);
                 for (int b = next++; b < count; b = next++)
-                    LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, work.data() + b * mn, m, tau.data() + static_cast<std::size_t>(b) * n,
-                                        w.data(), static_cast<int>(lwork));
+                    LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, work.data() + b * mn, m,
+                                        tau.data() + static_cast<std::size_t>(b) * n, w.data(),
+                                        static_cast<int>(lwork));
             });
         for (auto& th : pool) th.join();
         t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -126,7 +133,8 @@ int main(int argc, char** argv) {
     std::string out_path;
     bool no_cpu = false, no_gels = false, no_vendor = false;
     app.add_option("--sizes", sizes, "Matrix orders n (square n x n)")->delimiter(',');
-    app.add_option("--counts", counts, "Batch count per size (one value for all, or one per size); default fills the GPU")
+    app.add_option("--counts", counts,
+                   "Batch count per size (one value for all, or one per size); default fills the GPU")
         ->delimiter(',');
     app.add_option("--reps", reps, "Timed device runs per point (median)")->check(CLI::PositiveNumber);
     app.add_option("--cpu-reps", cpu_reps, "Timed CPU runs per point (median)")->check(CLI::PositiveNumber);
@@ -171,7 +179,10 @@ int main(int argc, char** argv) {
 
     for (std::size_t si = 0; si < sizes.size(); ++si) {
         const int n = sizes[si], m = n;
-        const int count = counts.empty() ? (n <= 64 ? 10000 : n <= 128 ? 5000 : n <= 256 ? 1000 : 2000)
+        const int count = counts.empty() ? (n <= 64    ? 10000
+                                            : n <= 128 ? 5000
+                                            : n <= 256 ? 1000
+                                                       : 2000)
                                          : counts[counts.size() == 1 ? 0 : si];
         const std::size_t mn = static_cast<std::size_t>(m) * n, total = mn * count;
         Row row;
@@ -190,11 +201,14 @@ int main(int argc, char** argv) {
         bc::strided_pointers(pA.p, dA.p, static_cast<long long>(mn), count, nullptr);
         bc::strided_pointers(ptau.p, dtau.p, n, count, nullptr);
         bc::strided_pointers(pB.p, dB.p, m, count, nullptr);
-        const std::size_t ws = std::max(bc::geqrf_workspace<double>(m, n, count), bc::geqrs_workspace<double>(m, n, 1, count));
+        const std::size_t ws =
+            std::max(bc::geqrf_workspace<double>(m, n, count), bc::geqrs_workspace<double>(m, n, 1, count));
         Device<unsigned char> work(ws);
         const bc::Launch launch{nullptr, blas, work.p, ws};
         bench::check(cublasSetStream(blas, nullptr), "cublasSetStream");
-        auto restore_a = [&] { bench::check(cudaMemcpy(dA.p, dA0.p, total * sizeof(double), cudaMemcpyDeviceToDevice), "restore A"); };
+        auto restore_a = [&] {
+            bench::check(cudaMemcpy(dA.p, dA0.p, total * sizeof(double), cudaMemcpyDeviceToDevice), "restore A");
+        };
         auto restore_ab = [&] {
             restore_a();
             bench::check(cudaMemcpy(dB.p, dB0.p, B.size() * sizeof(double), cudaMemcpyDeviceToDevice), "restore B");
@@ -202,9 +216,15 @@ int main(int argc, char** argv) {
         auto point = [&](const std::string& op, const std::string& impl, double secs, double flops,
                          nlohmann::ordered_json extra) {
             row.t[op + ":" + impl] = secs;
-            nlohmann::ordered_json j{{"record", "point"}, {"op", op},         {"impl", impl},
-                                     {"m", m},            {"n", n},           {"count", count},
-                                     {"time_s", secs},    {"tflops", flops / secs / 1e12}, {"floor_s", row.floor}};
+            nlohmann::ordered_json j{{"record", "point"},
+                                     {"op", op},
+                                     {"impl", impl},
+                                     {"m", m},
+                                     {"n", n},
+                                     {"count", count},
+                                     {"time_s", secs},
+                                     {"tflops", flops / secs / 1e12},
+                                     {"floor_s", row.floor}};
             const auto sf = row.t.find(op + ":starfact");
             if (sf != row.t.end() && impl != "starfact") j["vs_starfact"] = secs / sf->second;
             for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
@@ -212,7 +232,8 @@ int main(int argc, char** argv) {
         };
 
         // starfact geqrf
-        const double t_sf = bench::time_on_device(reps, restore_a, [&] { bc::geqrf<double>(launch, m, n, pA.p, m, dtau.p, count); });
+        const double t_sf =
+            bench::time_on_device(reps, restore_a, [&] { bc::geqrf<double>(launch, m, n, pA.p, m, dtau.p, count); });
         bench::check(cudaDeviceSynchronize(), "starfact geqrf");
         point("geqrf", "starfact", t_sf, row.flops,
               {{"residual_max_sampled", sample_residual(m, n, count, A, dA.p, dtau.p)}, {"workspace_bytes", ws}});
@@ -220,30 +241,32 @@ int main(int argc, char** argv) {
         // cuBLAS geqrfBatched
         int hinfo = 0;
         if (!no_vendor) {
-        const double t_cb = bench::time_on_device(reps, restore_a, [&] {
-            bench::check(cublasDgeqrfBatched(blas, m, n, pA.p, m, ptau.p, &hinfo, count), "cublasDgeqrfBatched");
-        });
-        point("geqrf", "cublas_geqrfBatched", t_cb, row.flops, {{"info", hinfo}});
-
-        // cuSOLVER geqrf looped over (at most loop_max) matrices on one stream
-        {
-            const int looped = std::min(count, loop_max);
-            int lwork = 0;
-            bench::check(cusolverDnDgeqrf_bufferSize(solver, m, n, dA.p, m, &lwork), "cusolverDnDgeqrf_bufferSize");
-            Device<double> swork(static_cast<std::size_t>(std::max(lwork, 1)));
-            const double t = bench::time_on_device(reps, restore_a, [&] {
-                for (int b = 0; b < looped; ++b)
-                    bench::check(cusolverDnDgeqrf(solver, m, n, dA.p + b * mn, m, dtau.p + static_cast<std::size_t>(b) * n,
-                                                  swork.p, lwork, dinfo.p),
-                                 "cusolverDnDgeqrf");
+            const double t_cb = bench::time_on_device(reps, restore_a, [&] {
+                bench::check(cublasDgeqrfBatched(blas, m, n, pA.p, m, ptau.p, &hinfo, count), "cublasDgeqrfBatched");
             });
-            point("geqrf", "cusolver_geqrf_loop", t * count / looped, row.flops,
-                  {{"looped", looped}, {"scaled_from_s", t}});
-        }
+            point("geqrf", "cublas_geqrfBatched", t_cb, row.flops, {{"info", hinfo}});
+
+            // cuSOLVER geqrf looped over (at most loop_max) matrices on one stream
+            {
+                const int looped = std::min(count, loop_max);
+                int lwork = 0;
+                bench::check(cusolverDnDgeqrf_bufferSize(solver, m, n, dA.p, m, &lwork), "cusolverDnDgeqrf_bufferSize");
+                Device<double> swork(static_cast<std::size_t>(std::max(lwork, 1)));
+                const double t = bench::time_on_device(reps, restore_a, [&] {
+                    for (int b = 0; b < looped; ++b)
+                        bench::check(
+                            cusolverDnDgeqrf(solver, m, n, dA.p + b * mn, m, dtau.p + static_cast<std::size_t>(b) * n,
+                                             swork.p, lwork, dinfo.p),
+                            "cusolverDnDgeqrf");
+                });
+                point("geqrf", "cusolver_geqrf_loop", t * count / looped, row.flops,
+                      {{"looped", looped}, {"scaled_from_s", t}});
+            }
         }
 
-        if (!no_cpu) point("geqrf", "cpu_lapacke", time_cpu(m, n, count, A, cpu_reps), row.flops,
-                           {{"threads", std::thread::hardware_concurrency()}});
+        if (!no_cpu)
+            point("geqrf", "cpu_lapacke", time_cpu(m, n, count, A, cpu_reps), row.flops,
+                  {{"threads", std::thread::hardware_concurrency()}});
 
         if (!no_gels) {
             const double t_gs = bench::time_on_device(reps, restore_ab, [&] {
@@ -260,11 +283,12 @@ int main(int argc, char** argv) {
             point("gels", "starfact", t_gs, row.gels_flops, {{"nonzero_info", failed}, {"backward_error_first", berr}});
             int ginfo = 0;
             if (!no_vendor) {
-            const double t_cg = bench::time_on_device(reps, restore_ab, [&] {
-                bench::check(cublasDgelsBatched(blas, CUBLAS_OP_N, m, n, 1, pA.p, m, pB.p, m, &ginfo, dinfo.p, count),
-                             "cublasDgelsBatched");
-            });
-            point("gels", "cublas_gelsBatched", t_cg, row.gels_flops, {{"info", ginfo}});
+                const double t_cg = bench::time_on_device(reps, restore_ab, [&] {
+                    bench::check(
+                        cublasDgelsBatched(blas, CUBLAS_OP_N, m, n, 1, pA.p, m, pB.p, m, &ginfo, dinfo.p, count),
+                        "cublasDgelsBatched");
+                });
+                point("gels", "cublas_gelsBatched", t_cg, row.gels_flops, {{"info", ginfo}});
             }
         }
         rows.emplace_back(n, row);
@@ -276,17 +300,20 @@ int main(int argc, char** argv) {
                "count", "floor", "starfact", "TF/s", "cuBLAS", "ratio", "cuSOLVER*", "ratio", "CPU", "ratio", "gels sf",
                "cuBLAS", "ratio");
     for (auto& [n, r] : rows) {
-        auto ms = [&](const std::string& k) { return r.t.count(k) ? fmt::format("{:.3f}", 1e3 * r.t.at(k)) : std::string("-"); };
+        auto ms = [&](const std::string& k) {
+            return r.t.count(k) ? fmt::format("{:.3f}", 1e3 * r.t.at(k)) : std::string("-");
+        };
         auto ratio = [&](const std::string& k, const std::string& base) {
             return r.t.count(k) && r.t.count(base) ? fmt::format("{:.1f}", r.t.at(k) / r.t.at(base)) : std::string("-");
         };
         const double tsf = r.t.at("geqrf:starfact");
-        fmt::print("{:>5} {:>6} {:>8.3f} {:>9} {:>7.2f} | {:>9} {:>7} | {:>10} {:>7} | {:>9} {:>7} | {:>8} {:>9} {:>7}\n", n,
-                   static_cast<long long>(std::llround(r.flops / geqrf_flops(n, n))), 1e3 * r.floor, ms("geqrf:starfact"),
-                   r.flops / tsf / 1e12, ms("geqrf:cublas_geqrfBatched"), ratio("geqrf:cublas_geqrfBatched", "geqrf:starfact"),
-                   ms("geqrf:cusolver_geqrf_loop"), ratio("geqrf:cusolver_geqrf_loop", "geqrf:starfact"),
-                   ms("geqrf:cpu_lapacke"), ratio("geqrf:cpu_lapacke", "geqrf:starfact"), ms("gels:starfact"),
-                   ms("gels:cublas_gelsBatched"), ratio("gels:cublas_gelsBatched", "gels:starfact"));
+        fmt::print(
+            "{:>5} {:>6} {:>8.3f} {:>9} {:>7.2f} | {:>9} {:>7} | {:>10} {:>7} | {:>9} {:>7} | {:>8} {:>9} {:>7}\n", n,
+            static_cast<long long>(std::llround(r.flops / geqrf_flops(n, n))), 1e3 * r.floor, ms("geqrf:starfact"),
+            r.flops / tsf / 1e12, ms("geqrf:cublas_geqrfBatched"), ratio("geqrf:cublas_geqrfBatched", "geqrf:starfact"),
+            ms("geqrf:cusolver_geqrf_loop"), ratio("geqrf:cusolver_geqrf_loop", "geqrf:starfact"),
+            ms("geqrf:cpu_lapacke"), ratio("geqrf:cpu_lapacke", "geqrf:starfact"), ms("gels:starfact"),
+            ms("gels:cublas_gelsBatched"), ratio("gels:cublas_gelsBatched", "gels:starfact"));
     }
     fmt::print("* cuSOLVER geqrf looped over at most {} matrices, time scaled to the count\n", loop_max);
     cusolverDnDestroy(solver);

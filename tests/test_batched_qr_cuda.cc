@@ -78,7 +78,8 @@ struct DeviceBatch {
     std::size_t stride() const { return static_cast<std::size_t>(ld) * n; }
     std::vector<HostMatrix<T>> download() const {
         std::vector<T> all(static_cast<std::size_t>(count) * stride());
-        if (!all.empty() && cudaMemcpy(all.data(), data.get(), all.size() * sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess)
+        if (!all.empty() &&
+            cudaMemcpy(all.data(), data.get(), all.size() * sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess)
             throw std::runtime_error("cudaMemcpy to the host failed");
         std::vector<HostMatrix<T>> h(static_cast<std::size_t>(count), HostMatrix<T>(m, n, ld));
         for (std::size_t b = 0; b < h.size(); ++b)
@@ -241,8 +242,8 @@ TYPED_TEST(BatchedQrCuda, FactorsLikeLapack) {
     using T = TypeParam;
     double worst = 0.0;
     for (const Shape& s : factor_shapes()) {
-        SCOPED_TRACE("m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) + ", count = " +
-                     std::to_string(s.count));
+        SCOPED_TRACE("m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
+                     ", count = " + std::to_string(s.count));
         const int ld = s.m + (s.n % 3);  // lda = m and lda > m
         const auto A = random_batch<T>(s.m, s.n, ld, s.count, this->seed() + s.m * 1000u + s.n);
         std::vector<T> tau;
@@ -257,11 +258,12 @@ TYPED_TEST(BatchedQrCuda, Counts) {
     using T = TypeParam;
     // count 0: nothing touched, null arrays accepted.
     bc::geqrf<T>(this->launch(bc::geqrf_workspace<T>(9, 5, 0)), 9, 5, nullptr, 9, nullptr, 0);
-    bc::geqrs<T>(this->launch(bc::geqrs_workspace<T>(9, 5, 1, 0)), 9, 5, 1, nullptr, 9, nullptr, nullptr, 9, nullptr, 0);
+    bc::geqrs<T>(this->launch(bc::geqrs_workspace<T>(9, 5, 1, 0)), 9, 5, 1, nullptr, 9, nullptr, nullptr, 9, nullptr,
+                 0);
     ASSERT_TRUE(this->sync());
     for (const Shape& s : {Shape{9, 5, 1}, Shape{9, 5, 7}, Shape{40, 36, 7}, Shape{9, 5, 300}, Shape{6, 4, 10000}}) {
-        SCOPED_TRACE("m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) + ", count = " +
-                     std::to_string(s.count));
+        SCOPED_TRACE("m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
+                     ", count = " + std::to_string(s.count));
         const auto A = random_batch<T>(s.m, s.n, s.m + 1, s.count, this->seed() + s.count);
         std::vector<T> tau;
         const auto F = this->factor(A, s.m, s.n, s.m + 1, tau);
@@ -311,7 +313,8 @@ std::pair<double, double> least_squares_ratios(const HostMatrix<T>& A, const Hos
         g += s * s;
     }
     const double anorm = blas::lange('F', m, n, A.ptr(), A.ld);
-    const double denom = anorm * (anorm * std::sqrt(static_cast<double>(xnorm)) + std::sqrt(static_cast<double>(bnorm))) *
+    const double denom = anorm *
+                         (anorm * std::sqrt(static_cast<double>(xnorm)) + std::sqrt(static_cast<double>(bnorm))) *
                          std::max(m, n) * ScalarTraits<T>::eps;
     return {std::sqrt(static_cast<double>(g)) / denom,
             std::abs(std::sqrt(static_cast<double>(rnorm)) - std::sqrt(static_cast<double>(tail))) / denom};
@@ -321,13 +324,13 @@ TYPED_TEST(BatchedQrCuda, LeastSquares) {
     using T = TypeParam;
     double worst = 0.0;
     // (m, n, count); 4000 x 20 keeps geqrs's columns (and geqrf's panels) in global memory.
-    const Shape shapes[] = {{1, 1, 7},    {5, 5, 300},   {9, 5, 300},  {16, 16, 30},  {33, 33, 30}, {66, 33, 30},
-                            {64, 64, 7},  {65, 64, 7},   {130, 130, 7}, {300, 129, 7}, {255, 255, 3}, {512, 512, 2},
-                            {1024, 512, 2}, {4000, 20, 3}};
+    const Shape shapes[] = {{1, 1, 7},     {5, 5, 300},   {9, 5, 300},    {16, 16, 30},  {33, 33, 30},
+                            {66, 33, 30},  {64, 64, 7},   {65, 64, 7},    {130, 130, 7}, {300, 129, 7},
+                            {255, 255, 3}, {512, 512, 2}, {1024, 512, 2}, {4000, 20, 3}};
     for (const Shape& s : shapes)
         for (int nrhs : {1, 3}) {
-            SCOPED_TRACE("m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) + ", nrhs = " +
-                         std::to_string(nrhs));
+            SCOPED_TRACE("m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
+                         ", nrhs = " + std::to_string(nrhs));
             const int lda = s.m + 1, ldb = s.m + 2;
             const auto A = random_batch<T>(s.m, s.n, lda, s.count, this->seed() + s.m + 31u * s.n);
             const auto B = random_batch<T>(s.m, nrhs, ldb, s.count, this->seed() + 5u + s.m);
@@ -359,9 +362,10 @@ TYPED_TEST(BatchedQrCuda, LeastSquares) {
 
 TYPED_TEST(BatchedQrCuda, SingularRIsReportedAndLeavesBUntouched) {
     using T = TypeParam;
-    for (const Shape& s : {Shape{5, 5, 300}, Shape{10, 5, 7}, Shape{33, 33, 300}, Shape{200, 100, 7}, Shape{64, 64, 1}}) {
-        SCOPED_TRACE("m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) + ", count = " +
-                     std::to_string(s.count));
+    for (const Shape& s :
+         {Shape{5, 5, 300}, Shape{10, 5, 7}, Shape{33, 33, 300}, Shape{200, 100, 7}, Shape{64, 64, 1}}) {
+        SCOPED_TRACE("m = " + std::to_string(s.m) + ", n = " + std::to_string(s.n) +
+                     ", count = " + std::to_string(s.count));
         const int lda = s.m + 1, ldb = s.m;
         auto A = random_batch<T>(s.m, s.n, lda, s.count, this->seed() + 11u * s.n);
         const auto B = random_batch<T>(s.m, 2, ldb, s.count, this->seed() + 3u);

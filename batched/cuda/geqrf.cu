@@ -8,14 +8,15 @@
 // rescaling) and the lanes right of it apply it to their own columns, no shuffle involved.
 //
 // Larger ones are blocked twice. A panel of at most kQr.ib columns is factored by one thread
-// block, in shared memory when it fits (else in place in global memory): one warp owns a few
-// columns, computes their reflectors, and applies each published reflector to all its columns
-// at once (one block barrier per column). The panel's V (unit lower, explicit zeros) goes to
-// the workspace; G = V^T V (batched gemm), T from G and tau (larft, one warp per matrix) and
-// Y = V T (batched gemm) follow. The rest of the outer block (kQr.nb columns) is updated with
-// C -= V (Y^T C); the panels' Y are merged into the outer block's (Y2 <- Y2 - Y1 (V1^T Y2), which
-// is V [T1 T12; 0 T2] without forming T12), so the trailing matrix sees one block reflector of
-// width nb: two large batched gemms per outer step.
+// block: in registers when it has at most 512 rows (warp w owns columns w, w + 16; lane l rows
+// l, l + 32, ...; the reflector goes through a double-buffered shared vector, so one block
+// barrier per column; the products that apply it also give G = V^T V, from which the kernel
+// forms T, LAPACK's larft), else in shared memory or in place in global memory (then G by a
+// batched gemm and T by larft_kernel). The panel's V (unit lower, explicit zeros) goes to the
+// workspace and Y = V T follows by a batched gemm. The rest of the outer block (kQr.nb
+// columns) is updated with C -= V (Y^T C); the panels' Y are merged into the outer block's
+// (Y2 <- Y2 - Y1 (V1^T Y2), which is V [T1 T12; 0 T2] without forming T12), so the trailing
+// matrix sees one block reflector of width nb: two large batched gemms per outer step.
 //
 // geqrs gives each (matrix, right-hand side) pair one warp: Q^T b by the reflectors in order,
 // then back substitution with R, the column in shared memory when it fits.
@@ -31,19 +32,21 @@ namespace {
 
 /// Size thresholds of the batched QR kernels.
 struct QrTable {
-    int small_rows;                  ///< m up to this (and n <= 32): the register kernel
-    int small_warps;                 ///< warps per block of the register kernel
-    int ib;                          ///< panel width factored by one thread block (<= 32)
-    int nb;                          ///< outer block width: the trailing update's rank (multiple of ib)
-    std::size_t panel_smem_bytes;    ///< a panel up to this size is factored in shared memory
-    int panel_warps;                 ///< warps of a panel thread block (>= ib / kMaxOwned)
-    int panel_warps_tall;            ///< ... when the panel has at least panel_tall_rows rows
+    int small_rows;                ///< m up to this (and n <= 32): the register kernel
+    int small_warps;               ///< warps per block of the register kernel
+    int ib;                        ///< panel width factored by one thread block (<= 32)
+    int nb;                        ///< outer block width: the trailing update's rank (multiple of ib)
+    std::size_t panel_smem_bytes;  ///< a panel up to this size is factored in shared memory
+    int panel_warps;               ///< warps of a panel thread block (>= ib / kMaxOwned)
+    int panel_warps_tall;          ///< ... when the panel has at least panel_tall_rows rows
     int panel_tall_rows;
-    std::size_t chunk_bytes;         ///< the batch runs in chunks whose workspace fits in this
-    int geqrs_warps;                 ///< warps (one right-hand side each) per geqrs thread block
-    std::size_t geqrs_smem_bytes;    ///< geqrs keeps its columns in shared memory up to this
+    std::size_t chunk_bytes;       ///< the batch runs in chunks whose workspace fits in this
+    int geqrs_warps;               ///< warps (one right-hand side each) per geqrs thread block
+    std::size_t geqrs_smem_bytes;  ///< geqrs keeps its columns in shared memory up to this
 };
-constexpr QrTable kQr{64, 4, 32, 128, 200 * 1024, 8, 16, 256, std::size_t(2) << 30, 4, 96 * 1024};
+// nb = 64: on the H100 (FP64) 1000 x 256 took 5.01 ms and 2000 x 512 39.0 ms, against 5.30 and
+// 40.4 ms with nb = 128 and 5.21 and 47.0 ms with nb = 32 (same run, bench_batched_geqrf).
+constexpr QrTable kQr{64, 4, 32, 64, 200 * 1024, 8, 16, 256, std::size_t(2) << 30, 4, 96 * 1024};
 /// Columns a warp of the panel kernel owns at most (its dot products run side by side).
 constexpr int kMaxOwned = 4;
 constexpr int kLdT = 32;  ///< leading dimension of the per-matrix G and T blocks
@@ -222,7 +225,7 @@ __device__ void factor_panel(T* P, int ldp, int mp, int iw, T* s_tau) {
 /// dimension ldv), rows 0..above-1 zero, then the unit lower trapezoid.
 template <class T>
 __global__ void __launch_bounds__(512) panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau,
-                                                   T* V, int ldv, long long vstride, int above, bool in_smem) {
+                                                    T* V, int ldv, long long vstride, int above, bool in_smem) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ T s_tau[32];
     const int b = blockIdx.x;
@@ -238,7 +241,8 @@ __global__ void __launch_bounds__(512) panel_kernel(T* const* A, int lda, int m,
         __syncthreads();
     }
     factor_panel(P, ldp, mp, iw, s_tau);
-    if (static_cast<int>(threadIdx.x) < iw) tau[static_cast<long long>(b) * ntau + row0 + threadIdx.x] = s_tau[threadIdx.x];
+    if (static_cast<int>(threadIdx.x) < iw)
+        tau[static_cast<long long>(b) * ntau + row0 + threadIdx.x] = s_tau[threadIdx.x];
     if (V != nullptr) {
         T* Vb = V + b * vstride;
         for (int c = 0; c < iw; ++c)
@@ -253,6 +257,180 @@ __global__ void __launch_bounds__(512) panel_kernel(T* const* A, int lda, int m,
             for (int r = threadIdx.x; r < mp; r += blockDim.x) Ag[r + static_cast<long long>(c) * lda] = P[r + c * ldp];
 }
 
+/// LAPACK's larft (forward, columnwise) by one warp, in place in sT (leading dimension 33):
+/// the strict upper part holds G = V^T V on entry; T(0:c, c) = -tau_c T(0:c, 0:c) G(0:c, c),
+/// T(c, c) = tau_c, zeros below (and a zero column where tau_c = 0, whatever G holds). T goes
+/// to out (iw columns, leading dimension kLdT).
+template <class T>
+__device__ void larft_in_place(T* sT, const T* s_tau, int iw, int lane, T* out) {
+    for (int c = 0; c < iw; ++c) {
+        const T tc = s_tau[c];
+        T t = 0;
+        if (lane < c && tc != T(0))
+            for (int l = lane; l < c; ++l) t += sT[lane + 33 * l] * sT[l + 33 * c];
+        __syncwarp();
+        sT[lane + 33 * c] = lane < c ? (tc != T(0) ? -tc * t : T(0)) : (lane == c ? tc : T(0));
+        __syncwarp();
+    }
+    for (int c = 0; c < iw; ++c) out[lane + kLdT * c] = sT[lane + 33 * c];
+}
+
+/// LAPACK's larfg on a column spread over a warp's registers (lane l, slot r: row l + 32 r;
+/// rows past the panel hold zeros): rows c+1.. are x, row c is alpha. On return they hold v
+/// and beta; returns tau (0, column untouched, when x = 0).
+template <class T, int R>
+__device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
+    T ssq = 0, alpha_l = 0;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int row = lane + 32 * r;
+        if (row > c) ssq += x[r] * x[r];
+        if (row == c) alpha_l = x[r];
+    }
+    ssq = warp_sum(ssq);
+    T alpha = __shfl_sync(kFull, alpha_l, c & 31);
+    auto scaled_norm = [&] {
+        T scale = 0;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            if (lane + 32 * r > c) scale = nan_max(scale, fabs(x[r]));
+        scale = warp_nan_max(scale);
+        if (scale == 0) return T(0);
+        T s = 0;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            if (lane + 32 * r > c) s += (x[r] / scale) * (x[r] / scale);
+        return scale * sqrt(warp_sum(s));
+    };
+    const bool plain = ssq >= Safe<T>::ssq_low && ssq <= Safe<T>::max;
+    T xnorm = plain ? sqrt(ssq) : scaled_norm();
+    if (xnorm == 0) return 0;
+    const T sum = alpha * alpha + ssq;  // one sqrt instead of hypot when nothing over- or underflows
+    T beta = plain && sum <= Safe<T>::max ? -copysign(sqrt(sum), alpha) : -copysign(hypot(alpha, xnorm), alpha);
+    int knt = 0;
+    if (fabs(beta) < Safe<T>::min) {
+        const T rsafmn = T(1) / Safe<T>::min;
+        do {
+            ++knt;
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                if (lane + 32 * r > c) x[r] *= rsafmn;
+            beta *= rsafmn;
+            alpha *= rsafmn;
+        } while (fabs(beta) < Safe<T>::min && knt < 20);
+        xnorm = scaled_norm();
+        beta = -copysign(hypot(alpha, xnorm), alpha);
+    }
+    const T tau = (beta - alpha) / beta;
+    const T scal = T(1) / (alpha - beta);
+    for (int k = 0; k < knt; ++k) beta *= Safe<T>::min;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int row = lane + 32 * r;
+        if (row > c) x[r] *= scal;
+        if (row == c) x[r] = beta;
+    }
+    return tau;
+}
+
+/// One panel (mp = m - row0 <= 32 R rows, iw <= 32 columns) of every matrix, held in registers:
+/// warp w owns columns w, w + W, ... (at most K), lane l rows l, l + 32, .... The owner of
+/// column c computes its reflector into a double-buffered shared vector (so one barrier per
+/// column suffices), the others apply it to their columns with the products of all their
+/// columns side by side. Tau and V (when not null) as panel_kernel.
+template <class T, int R, int K>
+__global__ void __launch_bounds__(512)
+    reg_panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv, long long vstride,
+                     int above, T* Tm, long long tstride) {
+    __shared__ T vbuf[2][32 * R];
+    __shared__ T s_tau[32];
+    __shared__ T sT[32 * 33];  // G = V^T V (strict upper), then T in place
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+    for (int i = threadIdx.x; i < 32 * 33; i += blockDim.x) sT[i] = 0;
+    const int b = blockIdx.x, mp = m - row0;
+    T* Ag = A[b] + row0 + static_cast<long long>(row0) * lda;
+    T a[K][R];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int cc = warp + k * W;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int row = lane + 32 * r;
+            a[k][r] = cc < iw && row < mp ? Ag[row + static_cast<long long>(cc) * lda] : T(0);
+        }
+    }
+    for (int c = 0; c < iw; ++c) {
+        T* v = vbuf[c & 1];
+        if (warp == c % W) {
+            const int kc = c / W;
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+                if (k == kc) {
+                    const T t = warp_larfg_regs(a[k], c, lane);
+#pragma unroll
+                    for (int r = 0; r < R; ++r) {
+                        const int row = lane + 32 * r;
+                        v[row] = row > c ? a[k][r] : (row == c ? T(1) : T(0));
+                    }
+                    if (lane == 0) s_tau[c] = t;
+                }
+        }
+        __syncthreads();
+        const T t = s_tau[c];
+        if (t == T(0)) continue;  // H = I, as LAPACK's larf
+        T vr[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) vr[r] = v[lane + 32 * r];
+        // For a finished column cc < c the same product is G(cc, c) = v_cc^T v_c (v_c is 0
+        // above row c and 1 at it, where cc's registers hold R and beta), which T needs.
+        T s[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            s[k] = 0;
+            const int cc = warp + k * W;
+            if (cc != c && cc < iw)
+#pragma unroll
+                for (int r = 0; r < R; ++r) s[k] += vr[r] * a[k][r];
+        }
+        for (int o = 16; o > 0; o /= 2)
+#pragma unroll
+            for (int k = 0; k < K; ++k) s[k] += __shfl_xor_sync(kFull, s[k], o);
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int cc = warp + k * W;
+            if (cc < c && lane == 0) sT[cc + 33 * c] = s[k];
+            if (cc > c && cc < iw) {
+                const T f = t * s[k];
+#pragma unroll
+                for (int r = 0; r < R; ++r) a[k][r] -= f * vr[r];
+            }
+        }
+    }
+    __syncthreads();
+    if (static_cast<int>(threadIdx.x) < iw)
+        tau[static_cast<long long>(b) * ntau + row0 + threadIdx.x] = s_tau[threadIdx.x];
+    if (Tm != nullptr && warp == W - 1) larft_in_place(sT, s_tau, iw, lane, Tm + b * tstride);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int cc = warp + k * W;
+        if (cc >= iw) continue;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int row = lane + 32 * r;
+            if (row < mp) Ag[row + static_cast<long long>(cc) * lda] = a[k][r];
+        }
+        if (V != nullptr) {
+            T* Vc = V + b * vstride + static_cast<long long>(cc) * ldv;
+            for (int i = lane; i < above; i += 32) Vc[i] = 0;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const int row = lane + 32 * r;
+                if (row < mp) Vc[above + row] = row > cc ? a[k][r] : (row == cc ? T(1) : T(0));
+            }
+        }
+    }
+}
+
 /// LAPACK's larft (forward, columnwise) from the Gram matrix G = V^T V of a panel: T(0:c, c) =
 /// -tau_c T(0:c, 0:c) G(0:c, c), T(c, c) = tau_c, zeros below. One warp per matrix; G and T
 /// are iw x iw blocks with leading dimension kLdT at b * stride.
@@ -265,19 +443,10 @@ __global__ void larft_kernel(const T* G, T* Tm, long long stride, const T* tau, 
     T* sT = s[warp];
     const T* g = G + b * stride;
     for (int c = 0; c < iw; ++c) sT[lane + 33 * c] = lane < iw ? g[lane + kLdT * c] : T(0);
-    const T my_tau = lane < iw ? tau[b * ntau + col0 + lane] : T(0);
+    __shared__ T s_tau[4][32];
+    if (lane < iw) s_tau[warp][lane] = tau[b * ntau + col0 + lane];
     __syncwarp();
-    for (int c = 0; c < iw; ++c) {
-        const T tc = __shfl_sync(kFull, my_tau, c);
-        T t = 0;
-        if (lane < c)
-            for (int l = lane; l < c; ++l) t += sT[lane + 33 * l] * sT[l + 33 * c];
-        __syncwarp();
-        sT[lane + 33 * c] = lane < c ? -tc * t : (lane == c ? tc : T(0));
-        __syncwarp();
-    }
-    T* out = Tm + b * stride;
-    for (int c = 0; c < iw; ++c) out[lane + kLdT * c] = sT[lane + 33 * c];
+    larft_in_place(sT, s_tau[warp], iw, lane, Tm + b * stride);
 }
 
 /// LAPACK's larfg on the column a (rows j..m-1; rows m..M-1 are zeros) held by one lane.
@@ -445,8 +614,8 @@ __global__ void geqrs_kernel(int m, int n, int nrhs, const T* const* A, int lda,
 }
 
 cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            double alpha, const double* const* A, int lda, const double* const* B, int ldb,
-                            double beta, double* const* C, int ldc, int count) {
+                            double alpha, const double* const* A, int lda, const double* const* B, int ldb, double beta,
+                            double* const* C, int ldc, int count) {
     return cublasDgemmBatched(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc, count);
 }
 cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
@@ -492,7 +661,7 @@ struct QrPlan {
     Path path = Path::small;
     int nb = 0;
     int chunk = 0;
-    int arrays = 0;  ///< pointer arrays of `chunk` entries
+    int arrays = 0;                                     ///< pointer arrays of `chunk` entries
     std::size_t v_elems = 0, w_elems = 0, t_elems = 0;  ///< per matrix: V (= Y), W, G (= T)
 
     template <class T>
@@ -521,21 +690,48 @@ struct QrPlan {
     }
 };
 
+constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel kernel at most (mp <= 512)
+constexpr int kRegPanelWarps = 16;  ///< its warps: each owns ib / 16 = 2 columns
+static_assert(kRegPanelWarps * 2 >= kQr.ib, "every panel column has an owner");
+
+template <class T, int R>
+void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
+                      int ldv, long long vstride, int above, T* Tm, long long tstride, int count) {
+    reg_panel_kernel<T, R, 2><<<count, 32 * kRegPanelWarps, 0, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv,
+                                                                                vstride, above, Tm, tstride);
+    detail::check_launch("geqrf register panel");
+}
+
+/// Factors one panel of every matrix; with V, also writes V, and T too when it returns true
+/// (the register kernel forms T itself; the other one leaves it to G = V^T V and larft_kernel).
 template <class T>
-void launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv,
-                  long long vstride, int above, int count) {
+bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv,
+                  long long vstride, int above, T* Tm, long long tstride, int count) {
     const int mp = m - row0;
+    if (mp <= 32 * kRegPanelSlots) {
+        // In registers: the smallest R (rows per lane) that holds the panel.
+        if (mp <= 64)
+            launch_reg_panel<T, 2>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, count);
+        else if (mp <= 128)
+            launch_reg_panel<T, 4>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, count);
+        else if (mp <= 256)
+            launch_reg_panel<T, 8>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, count);
+        else
+            launch_reg_panel<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, count);
+        return V != nullptr && Tm != nullptr;
+    }
     const std::size_t bytes = static_cast<std::size_t>(mp | 1) * iw * sizeof(T);
     const bool in_smem = bytes <= kQr.panel_smem_bytes;
     const std::size_t smem = in_smem ? bytes : 0;
     if (smem > 48 * 1024)
-        detail::check(cudaFuncSetAttribute(panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(smem)),
-                      "geqrf panel shared memory");
+        detail::check(
+            cudaFuncSetAttribute(panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+            "geqrf panel shared memory");
     const int warps = mp >= kQr.panel_tall_rows ? kQr.panel_warps_tall : kQr.panel_warps;
-    panel_kernel<T><<<count, 32 * warps, smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above,
-                                                              in_smem);
+    panel_kernel<T>
+        <<<count, 32 * warps, smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, in_smem);
     detail::check_launch("geqrf panel");
+    return false;
 }
 
 template <class T, int M, int C>
@@ -548,8 +744,8 @@ void launch_small_mc(const Launch& launch, T* const* A, int lda, int m, int n, T
                                            static_cast<int>(smem)),
                       "geqrf small shared memory");
     const int per_block = warps * G;
-    small_kernel<T, M, C><<<detail::ceil_div(count, per_block), 32 * warps, smem, launch.stream>>>(A, lda, m, n, tau,
-                                                                                                  count);
+    small_kernel<T, M, C>
+        <<<detail::ceil_div(count, per_block), 32 * warps, smem, launch.stream>>>(A, lda, m, n, tau, count);
     detail::check_launch("geqrf small");
 }
 
@@ -620,14 +816,18 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
             const bool right = k + j + iw < n;
             T* Vj = V + static_cast<long long>(j) * m;  // column j of V, row 0
             T* Yj = Y + static_cast<long long>(j) * m;
-            launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? Vj : nullptr, m, vs, j, count);
+            const bool have_t =
+                launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? Vj : nullptr, m, vs, j, ws.Tm, ts, count);
             if (!right) continue;
-            // T of the panel from G = V_j^T V_j, then Y_j = V_j T_j (V_j's rows above j are zero).
-            detail::check(gemm_strided(h, Tr, N, iw, iw, mp - j, T(1), Vj + j, m, vs, Vj + j, m, vs, T(0), ws.G, kLdT,
-                                       ts, count),
-                          "geqrf gemm G = V^T V");
-            larft_kernel<T><<<detail::ceil_div(count, 4), 128, 0, s>>>(ws.G, ws.Tm, ts, tau, n, k + j, iw, count);
-            detail::check_launch("geqrf larft");
+            if (!have_t) {
+                // T of the panel from G = V_j^T V_j.
+                detail::check(gemm_strided(h, Tr, N, iw, iw, mp - j, T(1), Vj + j, m, vs, Vj + j, m, vs, T(0), ws.G,
+                                           kLdT, ts, count),
+                              "geqrf gemm G = V^T V");
+                larft_kernel<T><<<detail::ceil_div(count, 4), 128, 0, s>>>(ws.G, ws.Tm, ts, tau, n, k + j, iw, count);
+                detail::check_launch("geqrf larft");
+            }
+            // Y_j = V_j T_j (V_j's rows above j are zero, so Y_j's are too).
             detail::check(gemm_strided(h, N, N, mp, iw, iw, T(1), Vj, m, vs, ws.Tm, kLdT, ts, T(0), Yj, m, vs, count),
                           "geqrf gemm Y = V T");
             const int nc = w - j - iw;
@@ -642,9 +842,9 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
             if (trailing && j > 0) {
                 // Y(:, j:j+iw) -= Y(:, 0:j) (V(:, 0:j)^T Y(:, j:j+iw)): the block reflector of
                 // columns 0..j+iw-1 of the outer block is I - V Y^T.
-                detail::check(gemm_strided(h, Tr, N, j, iw, mp - j, T(1), V + j, m, vs, Yj + j, m, vs, T(0), W, nb, wst,
-                                           count),
-                              "geqrf gemm Z = V^T Y");
+                detail::check(
+                    gemm_strided(h, Tr, N, j, iw, mp - j, T(1), V + j, m, vs, Yj + j, m, vs, T(0), W, nb, wst, count),
+                    "geqrf gemm Z = V^T Y");
                 detail::check(gemm_strided(h, N, N, mp, iw, j, T(-1), Y, m, vs, W, nb, wst, T(1), Yj, m, vs, count),
                               "geqrf gemm Y -= Y Z");
             }
@@ -677,7 +877,7 @@ void geqrf(const Launch& launch, int m, int n, T* const* A, int lda, T* tau, int
         return;
     }
     if (plan.path == QrPlan::Path::panel) {
-        launch_panel<T>(launch, A, lda, m, 0, n, tau, n, nullptr, m, 0, 0, count);
+        launch_panel<T>(launch, A, lda, m, 0, n, tau, n, nullptr, m, 0, 0, nullptr, 0, count);
         return;
     }
     detail::WorkspaceCarver carve(launch);
@@ -703,8 +903,8 @@ std::size_t geqrs_workspace(int, int, int, int) {
 }
 
 template <class T>
-void geqrs(const Launch& launch, int m, int n, int nrhs, const T* const* A, int lda, const T* tau, T* const* B,
-           int ldb, int* info, int count) {
+void geqrs(const Launch& launch, int m, int n, int nrhs, const T* const* A, int lda, const T* tau, T* const* B, int ldb,
+           int* info, int count) {
     if (count <= 0) return;
     const int warps = kQr.geqrs_warps;
     const std::size_t bytes = static_cast<std::size_t>(warps) * m * sizeof(T);
@@ -717,7 +917,7 @@ void geqrs(const Launch& launch, int m, int n, int nrhs, const T* const* A, int 
     const long long pairs = static_cast<long long>(count) * std::max(nrhs, 1);
     const long long blocks = (pairs + warps - 1) / warps;
     geqrs_kernel<T><<<static_cast<unsigned>(blocks), 32 * warps, smem, launch.stream>>>(m, n, nrhs, A, lda, tau, B, ldb,
-                                                                                      info, count, in_smem);
+                                                                                        info, count, in_smem);
     detail::check_launch("geqrs");
 }
 
@@ -729,7 +929,7 @@ template std::size_t geqrs_workspace<float>(int, int, int, int);
 template std::size_t geqrs_workspace<double>(int, int, int, int);
 template void geqrs<float>(const Launch&, int, int, int, const float* const*, int, const float*, float* const*, int,
                            int*, int);
-template void geqrs<double>(const Launch&, int, int, int, const double* const*, int, const double*, double* const*,
-                            int, int*, int);
+template void geqrs<double>(const Launch&, int, int, int, const double* const*, int, const double*, double* const*, int,
+                            int*, int);
 
 }  // namespace starfact::batched::cuda
