@@ -81,7 +81,10 @@ void trace_callback(void* arg) {
     r.worker = info->workerid;
     r.start_s = to_us(info->start_time) / 1e6;
     r.end_s = to_us(info->end_time) / 1e6;
-    r.predicted_s = task->predicted / 1e6;  // StarPU predicts in microseconds; NaN stays NaN
+    // StarPU predicts in microseconds. dmda and its variants write 0 when they had no calibrated
+    // model and placed the task to measure it; the schedulers that do not predict leave NaN.
+    const bool predicted = task->predicted > 0;  // false for NaN too
+    if (predicted) r.predicted_s = task->predicted / 1e6;
     const int w = info->workerid;
     starpu_perfmodel* model = task->cl != nullptr ? task->cl->model : nullptr;
     if (w >= 0) {
@@ -93,7 +96,7 @@ void trace_callback(void* arg) {
             r.footprint = starpu_task_footprint(model, task, arch, impl);
             // Asking an uncalibrated model outside calibration makes StarPU warn and switch
             // calibration on: only ask while it calibrates, or when the scheduler had a prediction.
-            if (model->benchmarking || !std::isnan(task->predicted))
+            if (model->benchmarking || predicted)
                 r.model_s = starpu_task_expected_length(task, arch, impl) / 1e6;
         }
     }

@@ -24,7 +24,8 @@ struct TaskRecord {
     std::string arch;   ///< the worker's architecture as the models name it: "cpu", "cuda0", ...
     std::uint32_t footprint = 0;  ///< the model's footprint of this task on that architecture
     /// What the scheduler expected the task to take on its worker when it placed it (dmda and
-    /// its variants); NaN when it had no calibrated model (or the scheduler does not predict).
+    /// its variants); NaN when it had no calibrated model and placed the task to measure it (it
+    /// then writes 0), or when the scheduler does not predict (eager, lws, ...).
     double predicted_s = std::numeric_limits<double>::quiet_NaN();
     /// The model's expectation for this footprint and architecture once the task ended (NaN
     /// while the model has fewer than STARPU_CALIBRATE_MINIMUM samples): calibrated or not.
