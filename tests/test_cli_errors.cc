@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "io/io.hpp"
 #include "test_support.hpp"
 
 namespace starfact::test {
@@ -176,12 +177,15 @@ TEST_F(CliErrors, InfoAndAccuracyAndTheCommandItself) {
 
 // Output paths that cannot be written: a directory that refuses new files (/proc refuses them even
 // to root), a missing directory, a directory named as the file, a path through a regular file. The
-// output directory keeps exactly its files, and an X that was there keeps its bytes.
+// output directory keeps exactly its files: an X that was there and an input A keep their bytes.
 TEST_F(CliErrors, UnwritableOutputPaths) {
     TempDir dir("starfact-cli-errors-");
     const std::string d = dir.path();
     std::ofstream(d + "/X.npy", std::ios::binary) << "previous result, must survive";
     std::ofstream(d + "/acc.csv") << "previous study\n";
+    // An input file next to the outputs: it must come out byte for byte the same.
+    const HostMatrix<double> A = random_matrix<double>(20, 20, 20, seed());
+    io::write_npy(d + "/A.npy", 20, 20, A.ptr(), A.ld);
     std::vector<Case> cases;
     for (const std::string cmd : {"posv", "gesv", "gels"}) {
         const std::vector<Case> per = {
@@ -195,6 +199,8 @@ TEST_F(CliErrors, UnwritableOutputPaths) {
         };
         cases.insert(cases.end(), per.begin(), per.end());
     }
+    cases.push_back({{"gesv", "--A", d + "/A.npy", "--X", "/proc/X.npy"}, {"--X", "/proc/X.npy"}});
+    cases.push_back({{"posv", "--A", d + "/A.npy", "--X", d + "/X.npy", "--nb", "-3"}, {"--nb", "-3"}});
     cases.push_back({{"accuracy", "--orders", "32", "--tiles", "2", "--csv", "/proc/acc.csv"}, {"--csv", "/proc/acc.csv"}});
     cases.push_back({{"accuracy", "--orders", "32", "--csv", d + "/acc.csv/x.csv"}, {"--csv", "acc.csv/x.csv"}});
     cases.push_back({{"accuracy", "--orders", "32", "--refine", "-1", "--csv", d + "/acc.csv"}, {"--refine", "-1"}});
