@@ -103,25 +103,34 @@ struct PlantEntry {
     double mean, dev;
     unsigned n;
 };
-std::string model_text(const std::vector<PlantEntry>& entries, int version = 45) {
+struct PlantDevice {
+    int type, devid;  // StarPU's worker type (0 CPU, 1 CUDA) and device id
+};
+std::string model_text(const std::vector<PlantEntry>& entries, int version = 45,
+                       const std::vector<PlantDevice>& devices = {{0, 0}}) {
     std::string s = fmt::format("##################\n# Performance Model Version\n{}\n\n####################\n# COMBs\n"
-                                "# number of combinations\n1\n####################\n# COMB_0\n# number of types devices\n1\n"
-                                "####################\n# DEV_0\n# device type (CPU - 0, CUDA - 1)\n0\n"
-                                "####################\n# DEV_0\n# device id \n0\n####################\n# DEV_0\n"
-                                "# number of cores \n1\n##########\n# number of implementations\n1\n#####\n"
-                                "# Model for cpu0_impl0 (Comb0)\n# number of entries\n{}\n"
-                                "# sumlnx\tsumlnx2\t\tsumlny\t\tsumlnxlny\talpha\t\tbeta\t\tn\tminx\t\tmaxx\n"
-                                "0.000000e+00   \t0.000000e+00   \t0.000000e+00   \t0.000000e+00   \tnan            \t"
-                                "nan            \t0\t0              \t0              \n# a\t\tb\t\tc\n"
-                                "nan            \tnan            \tnan            \n# not multiple-regression-base\n0\n"
-                                "# hash\t\tsize\t\tflops\t\tmean (us)\tdev (us)\tsum\t\tsum2\t\tn\n",
-                                version, entries.size());
-    for (const PlantEntry& e : entries) {
-        const double sum = e.mean * e.n, sum2 = e.n * (e.dev * e.dev + e.mean * e.mean);
-        s += fmt::format("{:08x}\t{:<15}\t{:<15e}\t{:<15e}\t{:<15e}\t{:<15e}\t{:<15e}\t{}\n", e.footprint, 32768, 2.0e6,
-                         e.mean, e.dev, sum, sum2, e.n);
+                                "# number of combinations\n{}\n",
+                                version, devices.size());
+    for (std::size_t c = 0; c < devices.size(); ++c) {
+        s += fmt::format("####################\n# COMB_{}\n# number of types devices\n1\n"
+                         "####################\n# DEV_0\n# device type (CPU - 0, CUDA - 1)\n{}\n"
+                         "####################\n# DEV_0\n# device id \n{}\n####################\n# DEV_0\n"
+                         "# number of cores \n1\n##########\n# number of implementations\n1\n#####\n"
+                         "# Model for dev{}_impl0 (Comb{})\n# number of entries\n{}\n"
+                         "# sumlnx\tsumlnx2\t\tsumlny\t\tsumlnxlny\talpha\t\tbeta\t\tn\tminx\t\tmaxx\n"
+                         "0.000000e+00   \t0.000000e+00   \t0.000000e+00   \t0.000000e+00   \tnan            \t"
+                         "nan            \t0\t0              \t0              \n# a\t\tb\t\tc\n"
+                         "nan            \tnan            \tnan            \n# not multiple-regression-base\n0\n"
+                         "# hash\t\tsize\t\tflops\t\tmean (us)\tdev (us)\tsum\t\tsum2\t\tn\n",
+                         c, devices[c].type, devices[c].devid, devices[c].devid, c, entries.size());
+        for (const PlantEntry& e : entries) {
+            const double sum = e.mean * e.n, sum2 = e.n * (e.dev * e.dev + e.mean * e.mean);
+            s += fmt::format("{:08x}\t{:<15}\t{:<15e}\t{:<15e}\t{:<15e}\t{:<15e}\t{:<15e}\t{}\n", e.footprint, 32768,
+                             2.0e6, e.mean, e.dev, sum, sum2, e.n);
+        }
+        s += "\n";
     }
-    return s + "\n";
+    return s;
 }
 
 /// The result of running the starfact executable.
@@ -246,6 +255,14 @@ TEST_F(ModelFiles, ReadsAHandWrittenModel) {
         EXPECT_EQ(m.archs[0].entries[i].nsample, entries[i].n);
     }
     EXPECT_EQ(models::model_files(), std::vector<std::string>{home.model("starfact_gemm_d")});
+    EXPECT_TRUE(models::preflight(false).ok());
+    // A machine with a CPU and two GPUs: one combination each.
+    write_file(home.model("starfact_gemm_s"), model_text(entries, 45, {{0, 0}, {1, 0}, {1, 1}}));
+    const models::ModelFile g = models::parse_model_file(home.model("starfact_gemm_s"));
+    ASSERT_EQ(g.archs.size(), 3u);
+    EXPECT_EQ(g.archs[1].arch, "cuda0");
+    EXPECT_EQ(g.archs[2].arch, "cuda1");
+    EXPECT_EQ(g.archs[2].entries.size(), entries.size());
     EXPECT_TRUE(models::preflight(false).ok());
 }
 
