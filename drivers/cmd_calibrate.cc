@@ -55,7 +55,9 @@ struct Setup {
 };
 
 /// An operation calibrate can run: its name and one run on an n x n matrix `A` (column-major,
-/// generated once per size). Other modules add a line here (e.g. the batched codelet).
+/// generated once per size). Another module's codelets are calibrated by adding one entry to
+/// operations() (e.g. the batched codelet, whose run would build its batch from A's entries):
+/// --ops accepts every name listed there, and the report covers every starfact_* model.
 template <class T>
 struct Operation {
     const char* name;
@@ -260,9 +262,11 @@ void add_calibrate_command(CLI::App& app, Run& run) {
     cmd->add_option("--nb", o->nbs, "Tile sizes, comma separated (default: 128,256 on CPUs, 1024,2048,4096 with a GPU)")
         ->delimiter(',')
         ->check(positive);
+    std::vector<std::string> names;
+    for (const Operation<double>& op : operations<double>()) names.emplace_back(op.name);
     cmd->add_option("--ops", o->ops, "Operations whose kernels to calibrate, comma separated")
         ->delimiter(',')
-        ->check(CLI::IsMember({"potrf", "getrf", "geqrf"}))
+        ->check(CLI::IsMember(names))
         ->capture_default_str();
     cmd->add_option("--prec", o->prec, "Precision: s (float) or d (double)")
         ->check(CLI::IsMember({"s", "d"}))
