@@ -1,0 +1,469 @@
+// The variable-size batched CUDA Cholesky (batched::cuda::vpotrf, vpotrs; issue 6) against
+// LAPACKE on the same matrices: mixed orders (0 and 1 included; uniform in [0, NMAX] and the
+// paper's skewed distribution), NMAX 32..512, both schedules, both triangles, float and double,
+// lda[b] > n[b]. Every info exact (planted failures at count/4, count/2, count-1; a NaN in one
+// matrix), every factor's residual below 30 and close to LAPACKE's, the other triangle and the
+// padding still NaN afterwards; SSDE and DSSE bitwise equal; the solves' backward error below 30;
+// the GPU API's argument checks. Every test skips, visibly, without a CUDA device.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "batched/cuda/vbatched_kernels.hpp"
+#include "batched/vbatched.hpp"
+#include "common/blas.hpp"
+#include "common/error.hpp"
+#include "cuda_test_support.hpp"
+#include "test_support.hpp"
+
+namespace starfact::test {
+namespace {
+
+namespace bc = starfact::batched::cuda;
+
+/// Matrices of different shapes back to back in one device buffer (an access past one lands in
+/// its neighbour's poison), their pointers, orders and leading dimensions on the device.
+template <class T>
+struct DeviceVBatch {
+    int count = 0;
+    std::vector<std::size_t> offset;
+    std::vector<int> n, ld;
+    DeviceBuffer<T> data;
+    DeviceBuffer<T*> ptrs;
+    DeviceBuffer<int> dn, dld;
+
+    explicit DeviceVBatch(const std::vector<HostMatrix<T>>& h) : count(static_cast<int>(h.size())) {
+        std::size_t total = 0;
+        for (const auto& m : h) {
+            offset.push_back(total);
+            n.push_back(m.m);
+            ld.push_back(m.ld);
+            total += m.data.size();
+        }
+        data = DeviceBuffer<T>(std::max<std::size_t>(total, 1));
+        ptrs = DeviceBuffer<T*>(h.size());
+        dn = DeviceBuffer<int>(h.size());
+        dld = DeviceBuffer<int>(h.size());
+        std::vector<T*> p(h.size());
+        for (std::size_t b = 0; b < h.size(); ++b) {
+            p[b] = data.get() + offset[b];
+            if (!h[b].data.empty()) copy(p[b], h[b].ptr(), h[b].data.size() * sizeof(T), cudaMemcpyHostToDevice);
+        }
+        if (!h.empty()) {
+            copy(ptrs.get(), p.data(), p.size() * sizeof(T*), cudaMemcpyHostToDevice);
+            copy(dn.get(), n.data(), n.size() * sizeof(int), cudaMemcpyHostToDevice);
+            copy(dld.get(), ld.data(), ld.size() * sizeof(int), cudaMemcpyHostToDevice);
+        }
+    }
+    static void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) {
+        if (cudaMemcpy(to, from, bytes, kind) != cudaSuccess) throw std::runtime_error("cudaMemcpy failed");
+    }
+    std::vector<HostMatrix<T>> download(const std::vector<HostMatrix<T>>& shape) const {
+        std::vector<HostMatrix<T>> h;
+        for (int b = 0; b < count; ++b) {
+            h.emplace_back(shape[b].m, shape[b].n, shape[b].ld);
+            if (!h[b].data.empty())
+                copy(h[b].ptr(), data.get() + offset[b], h[b].data.size() * sizeof(T), cudaMemcpyDeviceToHost);
+        }
+        return h;
+    }
+    batched::VSizes sizes() const { return {n.data(), ld.data(), dn.get(), dld.get()}; }
+};
+
+std::vector<int> download_ints(const DeviceBuffer<int>& d) {
+    std::vector<int> h(d.size());
+    if (!h.empty() && cudaMemcpy(h.data(), d.get(), h.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+        throw std::runtime_error("cudaMemcpy to the host failed");
+    return h;
+}
+
+char other(char uplo) { return uplo == 'L' ? 'U' : 'L'; }
+bc::Uplo to_uplo(char uplo) { return uplo == 'L' ? bc::Uplo::lower : bc::Uplo::upper; }
+const char* name(bc::Schedule s) { return s == bc::Schedule::ssde ? "ssde" : "dsse"; }
+
+/// Orders of a batch: uniform in [0, nmax], or skewed (1% of nmax, the rest in [1, nmax/10]).
+std::vector<int> draw_sizes(bool skewed, int nmax, int count, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<int> n(count);
+    for (int b = 0; b < count; ++b) {
+        if (!skewed)
+            n[b] = static_cast<int>(rng() % (nmax + 1));
+        else
+            n[b] = rng() % 100 == 0 ? nmax : 1 + static_cast<int>(rng() % std::max(1, nmax / 10));
+    }
+    if (count > 0) n[count / 3] = nmax;  // the largest order is always there
+    return n;
+}
+
+template <class T>
+HostMatrix<T> leading(const HostMatrix<T>& A, int k) {
+    HostMatrix<T> B(k, k, k);
+    for (int j = 0; j < k; ++j)
+        for (int i = 0; i < k; ++i) B(i, j) = A(i, j);
+    return B;
+}
+
+/// A with its other triangle filled from the stored one (both triangles, for residuals).
+template <class T>
+HostMatrix<T> symmetric(const HostMatrix<T>& A, char uplo) {
+    HostMatrix<T> S = A;
+    for (int j = 0; j < A.n; ++j)
+        for (int i = 0; i < j; ++i) {
+            if (uplo == 'L')
+                S(i, j) = A(j, i);
+            else
+                S(j, i) = A(i, j);
+        }
+    return S;
+}
+
+/// A batch to factor: the matrices (uplo triangle stored, the other NaN), LAPACK's info on each.
+template <class T>
+struct Case {
+    char uplo = 'L';
+    std::vector<HostMatrix<T>> A;
+    std::vector<int> expected;
+    std::vector<bool> nan_planted;
+};
+
+/// SPD matrices of orders n (lda[b] = max(1, n[b] + b % 3)), failures planted at count/4, count/2 and
+/// count-1 (order raised to 1 there if it was 0) with minors 1, n/2+1, n.
+template <class T>
+Case<T> make_case(char uplo, std::vector<int> n, bool plant, std::uint64_t seed) {
+    const int count = static_cast<int>(n.size());
+    Case<T> c;
+    c.uplo = uplo;
+    c.expected.assign(count, 0);
+    c.nan_planted.assign(count, false);
+    std::vector<int> at;
+    if (plant && count > 0) at = {count / 4, count / 2, count - 1};
+    for (int b : at) n[b] = std::max(n[b], 1);
+    for (int b = 0; b < count; ++b) c.A.push_back(random_spd<T>(n[b], std::max(1, n[b] + b % 3), seed + 7919ULL * b));
+    std::set<int> seen;
+    for (std::size_t f = 0; f < at.size(); ++f) {
+        const int b = at[f];
+        if (!seen.insert(b).second) continue;
+        const int k = f == 0 ? 1 : f == 1 ? n[b] / 2 + 1 : n[b];
+        c.A[b] = spd_failing_at<T>(n[b], k, std::max(1, n[b] + b % 3), seed + 7919ULL * b);
+        c.expected[b] = k;
+    }
+    for (auto& A : c.A) poison_strict_triangle(A, other(uplo));
+    return c;
+}
+
+template <class T>
+class VBatchedCuda : public CudaHandlesTest {
+protected:
+    VBatchedCuda() : CudaHandlesTest("variable-size batched Cholesky") {}
+
+    bc::Launch launch() {
+        bc::Launch l;
+        l.stream = stream_;
+        l.cublas = blas_;
+        return l;
+    }
+
+    /// Factors c on the GPU with schedule s and checks every matrix; returns the factors.
+    std::vector<HostMatrix<T>> factor_and_check(const Case<T>& c, bc::Schedule s) {
+        const int count = static_cast<int>(c.A.size());
+        int nmax = 0;
+        for (const auto& A : c.A) nmax = std::max(nmax, A.n);
+        DeviceVBatch<T> d(c.A);
+        DeviceBuffer<int> info(std::max(count, 1));
+        EXPECT_TRUE(cuda_ok(cudaMemset(info.get(), 0x5a, info.size() * sizeof(int))));  // poison
+        EXPECT_EQ(bc::vpotrf_workspace<T>(nmax, count), 0u);
+        bc::vpotrf<T>(launch(), to_uplo(c.uplo), s, nmax, d.dn.get(), d.ptrs.get(), d.dld.get(), info.get(), count);
+        EXPECT_TRUE(this->sync());
+        auto F = d.download(c.A);
+        const auto got = download_ints(info);
+        const double eps = ScalarTraits<T>::eps;
+        int reported = 0;
+        auto report = [&](int b, const std::string& what) {
+            ADD_FAILURE() << name(s) << ", uplo " << c.uplo << ", nmax " << nmax << ", count " << count << ", matrix "
+                          << b << " (n " << c.A[b].n << ", lda " << c.A[b].ld << "): " << what;
+            return ++reported >= 5;
+        };
+        for (int b = 0; b < count; ++b) {
+            const auto& A = c.A[b];
+            const int n = A.n;
+            if (got[b] != c.expected[b]) {
+                std::ostringstream m;
+                m << "info " << got[b] << ", LAPACK's " << c.expected[b];
+                if (report(b, m.str())) break;
+                continue;
+            }
+            if (non_nan_in_strict_triangle(F[b], other(c.uplo)) != 0 && report(b, "the other triangle was written"))
+                break;
+            if (non_nan_in_padding(F[b]) != 0 && report(b, "the padding was written")) break;
+            if (c.expected[b] != 0 && !c.nan_planted[b]) {
+                HostMatrix<T> L = A;
+                const int linfo = blas::potrf(c.uplo, n, L.ptr(), L.ld);
+                if (linfo != c.expected[b] && report(b, "LAPACKE's info differs from the planted minor")) break;
+            }
+            const int k = c.expected[b] == 0 ? n : c.expected[b] - 1;
+            if (k == 0) continue;
+            const double r = potrf_residual(c.uplo, leading(A, k), leading(F[b], k));
+            if (!(checks::passes(r) && r >= 0)) {
+                std::ostringstream m;
+                m << "residual of the leading " << k << " x " << k << " factor " << r;
+                if (report(b, m.str())) break;
+            }
+            if (c.expected[b] == 0) {
+                HostMatrix<T> L = A;
+                if (blas::potrf(c.uplo, n, L.ptr(), L.ld) != 0 && report(b, "LAPACKE refused a matrix we factored"))
+                    break;
+                const double diff = max_abs_diff(F[b], L, c.uplo);
+                const double tol = 100.0 * n * eps * std::max(1.0, max_abs(L, c.uplo));
+                if (!(diff <= tol)) {
+                    std::ostringstream m;
+                    m << "max |L - L_lapack| = " << diff << " > " << tol;
+                    if (report(b, m.str())) break;
+                }
+            }
+        }
+        return F;
+    }
+};
+
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(VBatchedCuda, Precisions);
+
+// The schedule arithmetic: DSSE ends every matrix at the last step, SSDE starts them all at 0.
+TEST(VBatchedSchedule, StartsAndEnds) {
+    for (int nmax : {0, 1, 31, 32, 33, 64, 100, 512})
+        for (int n = 0; n <= nmax; ++n) {
+            EXPECT_EQ(bc::vfirst_step(bc::Schedule::ssde, nmax, n), 0);
+            if (n > 0) {
+                EXPECT_EQ(bc::vfirst_step(bc::Schedule::dsse, nmax, n) + bc::vsteps(n), bc::vsteps(nmax))
+                    << "nmax " << nmax << ", n " << n;
+                EXPECT_GE(bc::vfirst_step(bc::Schedule::dsse, nmax, n), 0);
+            }
+        }
+}
+
+// Both distributions, NMAX 32..512, both schedules, both triangles, planted failures; the two
+// schedules must give bitwise the same factors (the same operations on each matrix).
+TYPED_TEST(VBatchedCuda, MixedSizesAgainstLapack) {
+    using T = TypeParam;
+    struct Shape {
+        int nmax, count;
+    };
+    for (bool skewed : {false, true})
+        for (Shape sh : {Shape{32, 300}, Shape{64, 200}, Shape{128, 100}, Shape{512, skewed ? 200 : 40}})
+            for (char uplo : {'L', 'U'}) {
+                SCOPED_TRACE(::testing::Message() << (skewed ? "skewed" : "uniform") << ", nmax " << sh.nmax
+                                                  << ", count " << sh.count << ", uplo " << uplo);
+                const std::uint64_t s = this->seed() + 1009ULL * sh.nmax + (skewed ? 7 : 0) + uplo;
+                const auto c = make_case<T>(uplo, draw_sizes(skewed, sh.nmax, sh.count, s), true, s);
+                const auto F1 = this->factor_and_check(c, bc::Schedule::ssde);
+                const auto F2 = this->factor_and_check(c, bc::Schedule::dsse);
+                if (this->HasFailure()) return;
+                for (int b = 0; b < sh.count; ++b) {
+                    if (c.expected[b] != 0) continue;  // past a failure the factor is unspecified
+                    ASSERT_EQ(std::memcmp(F1[b].ptr(), F2[b].ptr(), F1[b].data.size() * sizeof(T)), 0)
+                        << "matrix " << b << " (n " << c.A[b].n << "): SSDE and DSSE factors differ";
+                }
+            }
+}
+
+// Every order 0..70 once (block edges 31/32/33, 63/64/65), a large one at 200; counts 1 and 7.
+TYPED_TEST(VBatchedCuda, EveryOrderAndSmallCounts) {
+    using T = TypeParam;
+    std::vector<int> all;
+    for (int n = 0; n <= 70; ++n) all.push_back(n);
+    all.push_back(200);
+    std::shuffle(all.begin(), all.end(), std::mt19937_64(this->seed()));
+    for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse})
+        for (char uplo : {'L', 'U'}) {
+            this->factor_and_check(make_case<T>(uplo, all, true, this->seed() + uplo), s);
+            this->factor_and_check(make_case<T>(uplo, {37}, false, this->seed() + 1), s);
+            this->factor_and_check(make_case<T>(uplo, {45}, true, this->seed() + 2), s);  // the single one fails
+            this->factor_and_check(make_case<T>(uplo, {3, 0, 1, 64, 65, 2, 96}, true, this->seed() + 3), s);
+            if (this->HasFailure()) return;
+        }
+}
+
+// All orders 0: info 0 everywhere; count 0: nothing, no arrays needed.
+TYPED_TEST(VBatchedCuda, EmptyBatches) {
+    using T = TypeParam;
+    for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) {
+        this->factor_and_check(make_case<T>('L', std::vector<int>(5, 0), false, this->seed()), s);
+        bc::vpotrf<T>(this->launch(), bc::Uplo::upper, s, 8, nullptr, nullptr, nullptr, nullptr, 0);
+    }
+    bc::vpotrs<T>(this->launch(), bc::Uplo::upper, 8, nullptr, 3, nullptr, nullptr, nullptr, nullptr, 0);
+    ASSERT_TRUE(this->sync());
+    EXPECT_TRUE(cuda_ok(cudaGetLastError()));
+}
+
+// A NaN in one matrix: its info is LAPACK's (dpotf2's test), the others are unaffected.
+TYPED_TEST(VBatchedCuda, NanInOneMatrix) {
+    using T = TypeParam;
+    std::mt19937_64 rng(this->seed());
+    for (char uplo : {'L', 'U'})
+        for (int nbad : {1, 8, 32, 33, 100, 256}) {
+            SCOPED_TRACE(::testing::Message() << "uplo " << uplo << ", n " << nbad);
+            auto sizes = draw_sizes(false, 256, 9, this->seed() + nbad);
+            sizes[4] = nbad;
+            auto c = make_case<T>(uplo, sizes, false, this->seed() + 3ULL * nbad);
+            const int i = static_cast<int>(rng() % nbad), j = static_cast<int>(rng() % (i + 1));
+            auto& A = c.A[4];
+            if (uplo == 'L')
+                A(i, j) = nan<T>();
+            else
+                A(j, i) = nan<T>();
+            c.expected[4] = reference_potrf_info(uplo, A);
+            c.nan_planted[4] = true;
+            ASSERT_GT(c.expected[4], 0);
+            this->factor_and_check(c, bc::Schedule::dsse);
+            this->factor_and_check(c, bc::Schedule::ssde);
+            if (this->HasFailure()) return;
+        }
+}
+
+// vpotrs from LAPACKE's factors on mixed orders: backward error below 30, X close to LAPACKE's,
+// the factors and B's padding untouched.
+TYPED_TEST(VBatchedCuda, SolvesAgainstLapack) {
+    using T = TypeParam;
+    const double eps = ScalarTraits<T>::eps;
+    for (char uplo : {'L', 'U'})
+        for (int nmax : {20, 64, 300})
+            for (int nrhs : {1, 3, 7, 16, 37}) {
+                SCOPED_TRACE(::testing::Message() << "uplo " << uplo << ", nmax " << nmax << ", nrhs " << nrhs);
+                const std::uint64_t s = this->seed() + 100003ULL * nmax + nrhs;
+                const auto n = draw_sizes(false, nmax, 30, s);
+                std::vector<HostMatrix<T>> A, F, B, X;
+                for (int b = 0; b < 30; ++b) {
+                    A.push_back(random_spd<T>(n[b], n[b] + 1 + b % 2, s + b));
+                    HostMatrix<T> f = A.back();
+                    poison_strict_triangle(f, other(uplo));
+                    ASSERT_EQ(blas::potrf(uplo, n[b], f.ptr(), f.ld), 0);
+                    F.push_back(f);
+                    HostMatrix<T> rhs = random_matrix<T>(n[b], nrhs, n[b] + 2 - b % 2, s + 5 * b + 1);
+                    B.push_back(rhs);
+                    if (n[b] > 0) {
+                        ASSERT_EQ(blas::potrs(uplo, n[b], nrhs, f.ptr(), f.ld, rhs.ptr(), rhs.ld), 0);
+                    }
+                    X.push_back(rhs);
+                }
+                DeviceVBatch<T> dA(F), dB(B);
+                EXPECT_EQ(bc::vpotrs_workspace<T>(nmax, nrhs, 30), 0u);
+                bc::vpotrs<T>(this->launch(), to_uplo(uplo), nmax, dA.dn.get(), nrhs,
+                              reinterpret_cast<const T* const*>(dA.ptrs.get()), dA.dld.get(), dB.ptrs.get(),
+                              dB.dld.get(), 30);
+                ASSERT_TRUE(this->sync());
+                const auto Fafter = dA.download(F);
+                const auto Xgpu = dB.download(B);
+                for (int b = 0; b < 30; ++b) {
+                    ASSERT_EQ(std::memcmp(Fafter[b].ptr(), F[b].ptr(), F[b].data.size() * sizeof(T)), 0)
+                        << "matrix " << b << ": the factor's storage changed";
+                    ASSERT_EQ(non_nan_in_padding(Xgpu[b]), 0) << "matrix " << b << ": B's padding was written";
+                    if (n[b] == 0) continue;
+                    ASSERT_PRED_FORMAT1(ResidualPasses, solve_residual(A[b], Xgpu[b], B[b])) << "matrix " << b;
+                    const double diff = max_abs_diff(Xgpu[b], X[b]);
+                    const double tol = 100.0 * n[b] * eps * std::max(1.0, max_abs(X[b]));
+                    ASSERT_LE(diff, tol) << "matrix " << b << " (n " << n[b] << "): max |X - X_lapack|";
+                }
+            }
+}
+
+// The public GPU API (Context) against the host path on the same matrices, factor then solve.
+TYPED_TEST(VBatchedCuda, ApiAgainstHostPath) {
+    using T = TypeParam;
+    const int count = 60, nrhs = 5;
+    for (auto sched : {batched::Schedule::ssde, batched::Schedule::dsse})
+        for (auto uplo : {batched::Uplo::lower, batched::Uplo::upper}) {
+            const char u = uplo == batched::Uplo::lower ? 'L' : 'U';
+            const std::uint64_t s = this->seed() + (u == 'L' ? 0 : 99) + (sched == batched::Schedule::dsse ? 5 : 0);
+            const auto c = make_case<T>(u, draw_sizes(true, 300, count, s), true, s);
+            std::vector<HostMatrix<T>> B;
+            for (int b = 0; b < count; ++b) B.push_back(random_matrix<T>(c.A[b].n, nrhs, c.A[b].n + 1, s + 77 + b));
+            DeviceVBatch<T> dA(c.A), dB(B);
+            DeviceBuffer<int> dinfo(count);
+            batched::Context ctx(this->stream_);
+            batched::vpotrf<T>(ctx, uplo, sched, dA.sizes(), dA.ptrs.get(), dinfo.get(), count);
+            batched::vpotrs<T>(ctx, uplo, dA.sizes(), nrhs, reinterpret_cast<const T* const*>(dA.ptrs.get()),
+                               dB.sizes(), dB.ptrs.get(), count);
+            ASSERT_TRUE(this->sync());
+            const auto gpu_info = download_ints(dinfo);
+            const auto Xg = dB.download(B);
+            // The host path on the same matrices.
+            auto HA = c.A;
+            auto HB = B;
+            std::vector<T*> pa, pb;
+            std::vector<int> n, lda, ldb, info(count, -1);
+            for (int b = 0; b < count; ++b) {
+                pa.push_back(HA[b].ptr());
+                pb.push_back(HB[b].ptr());
+                n.push_back(HA[b].n);
+                lda.push_back(HA[b].ld);
+                ldb.push_back(HB[b].ld);
+            }
+            const int failed = batched::vpotrf<T>(uplo, n.data(), pa.data(), lda.data(), info.data(), count);
+            EXPECT_EQ(failed, 3);
+            EXPECT_EQ(gpu_info, info);
+            EXPECT_EQ(info, c.expected);
+            for (int b = 0; b < count; ++b) {
+                if (info[b] != 0 || n[b] == 0) continue;
+                HB[b] = B[b];
+                ASSERT_EQ(blas::potrs(u, n[b], nrhs, HA[b].ptr(), HA[b].ld, HB[b].ptr(), HB[b].ld), 0);
+                ASSERT_PRED_FORMAT1(ResidualPasses, solve_residual(symmetric(c.A[b], u), Xg[b], B[b]))
+                    << "matrix " << b;
+                const double tol = 100.0 * n[b] * ScalarTraits<T>::eps * std::max(1.0, max_abs(HB[b]));
+                ASSERT_LE(max_abs_diff(Xg[b], HB[b]), tol) << "matrix " << b;
+            }
+        }
+}
+
+// The GPU API's checks: each bad argument named, before anything is enqueued (data untouched).
+TYPED_TEST(VBatchedCuda, ApiArgumentErrors) {
+    using T = TypeParam;
+    const auto c = make_case<T>('L', {4, 0, 9}, false, this->seed());
+    DeviceVBatch<T> d(c.A);
+    DeviceBuffer<int> dinfo(3);
+    ASSERT_TRUE(cuda_ok(cudaMemset(dinfo.get(), 0x5a, 3 * sizeof(int))));
+    batched::Context ctx(this->stream_);
+    auto expect_named = [&](const batched::VSizes& s, T* const* A, int* info, int count, const std::string& arg) {
+        try {
+            batched::vpotrf<T>(ctx, batched::Uplo::lower, batched::Schedule::dsse, s, A, info, count);
+            ADD_FAILURE() << "no ArgumentError for '" << arg << "'";
+        } catch (const ArgumentError& e) {
+            EXPECT_EQ(e.argument(), arg) << e.what();
+        }
+    };
+    std::vector<int> n = d.n, lda = d.ld;
+    batched::VSizes s{n.data(), lda.data(), d.dn.get(), d.dld.get()};
+    expect_named(s, d.ptrs.get(), dinfo.get(), -1, "count");
+    n[2] = -1;
+    expect_named(s, d.ptrs.get(), dinfo.get(), 3, "n");
+    n[2] = 9;
+    lda[0] = 3;
+    expect_named(s, d.ptrs.get(), dinfo.get(), 3, "lda");
+    lda[0] = 4;
+    lda[1] = 0;  // n = 0 still needs lda >= 1
+    expect_named(s, d.ptrs.get(), dinfo.get(), 3, "lda");
+    lda[1] = 1;
+    expect_named(s, nullptr, dinfo.get(), 3, "A");
+    expect_named(s, d.ptrs.get(), nullptr, 3, "info");
+    expect_named({nullptr, lda.data(), d.dn.get(), d.dld.get()}, d.ptrs.get(), dinfo.get(), 3, "n");
+    expect_named({n.data(), lda.data(), nullptr, d.dld.get()}, d.ptrs.get(), dinfo.get(), 3, "device_n");
+    expect_named({n.data(), lda.data(), d.dn.get(), nullptr}, d.ptrs.get(), dinfo.get(), 3, "device_lda");
+    ASSERT_TRUE(this->sync());
+    EXPECT_EQ(download_ints(dinfo), std::vector<int>(3, 0x5a5a5a5a)) << "info was written";
+    const auto F = d.download(c.A);
+    for (int b = 0; b < 3; ++b)
+        EXPECT_EQ(std::memcmp(F[b].ptr(), c.A[b].ptr(), c.A[b].data.size() * sizeof(T)), 0) << "matrix " << b;
+}
+
+}  // namespace
+}  // namespace starfact::test
