@@ -8,14 +8,14 @@ include(CMakePackageConfigHelpers)
 # The one target users link; the executable already owns the name "starfact".
 add_library(starfact_lib INTERFACE)
 set_target_properties(starfact_lib PROPERTIES EXPORT_NAME starfact)
-target_link_libraries(starfact_lib INTERFACE starfact_tile starfact_io)
+target_link_libraries(starfact_lib INTERFACE starfact_tile starfact_batched starfact_io)
 target_include_directories(starfact_lib INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
                                                   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(starfact_lib INTERFACE cxx_std_17)
 add_library(starfact::starfact ALIAS starfact_lib)
 
 set(STARFACT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/starfact)
-install(TARGETS starfact_lib starfact_tile starfact_io starfact_codelets starfact_common starfact_blas
+install(TARGETS starfact_lib starfact_tile starfact_batched starfact_io starfact_codelets starfact_common starfact_blas
         EXPORT starfactTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
@@ -27,6 +27,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/starfact/starfact.hpp DESTINATION ${
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/common ${PROJECT_SOURCE_DIR}/tile_algorithms
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${PROJECT_SOURCE_DIR}/io/io.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact/io)
+install(FILES ${PROJECT_SOURCE_DIR}/batched/batched.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact/batched)
 
 # StarPU is found through pkg-config; the package remembers where this build found it.
 set(STARFACT_STARPU_PKGCONFIG_DIR ${STARPU_PREFIX}/lib/pkgconfig)
@@ -38,7 +39,7 @@ install(FILES ${PROJECT_BINARY_DIR}/starfactConfig.cmake ${PROJECT_BINARY_DIR}/s
         DESTINATION ${STARFACT_CMAKE_DIR})
 
 # pkg-config: static libraries, so every dependency is in Libs.
-set(STARFACT_PC_LIBS "-lstarfact_tile -lstarfact_io -lstarfact_codelets -lstarfact_common")
+set(STARFACT_PC_LIBS "-lstarfact_tile -lstarfact_batched -lstarfact_io -lstarfact_codelets -lstarfact_common")
 string(APPEND STARFACT_PC_LIBS " ${STARFACT_LAPACKE_LIB} ${STARFACT_OPENBLAS_LIB}")
 set(STARFACT_PC_CFLAGS "-I\${includedir}/starfact -I\${includedir} -I${STARFACT_CBLAS_INCLUDE} -I${STARFACT_LAPACKE_INCLUDE}")
 if(STARFACT_HAVE_CUDA)

@@ -277,7 +277,9 @@ void add_accuracy_command(CLI::App& app, Run& run) {
     cmd->add_option("--ib", o->ib, "Inner block of the kernels; 0 picks min(nb, 32)")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()))
         ->capture_default_str();
-    cmd->add_option("--seed", o->seed, "Random seed of the study (0: random, printed)")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "Random seed of the study (0: random, printed)")
+        ->check(no_minus_sign())
+        ->capture_default_str();
     cmd->add_option("--csv", o->csv, "Also write every column to this CSV file (renamed into place when complete)");
     cmd->add_option("--format", o->format, "Output on the terminal: table (main columns), csv or json (every column)")
         ->check(CLI::IsMember({"table", "csv", "json"}))

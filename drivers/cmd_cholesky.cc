@@ -73,14 +73,17 @@ int run_cholesky(Op op, const FactorOptions& o, const FileInputs<T>& in) {
 
     int failed = 0;
     std::vector<double> times;
+    TraceRecorder trace(o);
     for (int it = 1; it <= o.niter; ++it) {
         TileMatrix<T> tA(n, n, nb), tB(n, nrhs, nb);
         tA.from_lapack(A.data(), std::max(1, n));
         tB.from_lapack(B.data(), std::max(1, n));
+        trace.start(it, tA, tB);
         const auto t0 = std::chrono::steady_clock::now();
         const int info = op == Op::Potrf ? potrf(uplo, tA) : posv(uplo, tA, tB);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         times.push_back(secs);
+        trace.stop();
 
         nlohmann::ordered_json r = {{"op", config["op"]}, {"prec", o.prec}, {"uplo", o.uplo}, {"n", n}, {"nrhs", nrhs},
                             {"nb", nb}, {"iter", it}, {"time_s", secs}, {"gflops", secs > 0 ? flops / secs / 1e9 : 0.0},
@@ -111,6 +114,7 @@ int run_cholesky(Op op, const FactorOptions& o, const FileInputs<T>& in) {
         if (!ok) ++failed;
         out.row(r);
     }
+    trace.write();
     if (o.niter > 1) {
         const double t = median(times);
         out.row({{"op", config["op"]}, {"prec", o.prec}, {"uplo", o.uplo}, {"n", n}, {"nrhs", nrhs}, {"nb", nb},

@@ -76,16 +76,19 @@ int run_lu(Op op, const FactorOptions& o, const FileInputs<T>& in) {
 
     int failed = 0;
     std::vector<double> times;
+    TraceRecorder trace(o);
     for (int it = 1; it <= o.niter; ++it) {
         TileMatrix<T> tA(m, n, nb), tB(m, nrhs, nb);
         tA.from_lapack(A.data(), lda);
         tB.from_lapack(B.data(), lda);
         LuFactors<T> F(tA, ib, trtri);
+        trace.start(it, tA, tB);
         const auto t0 = std::chrono::steady_clock::now();
         int info = getrf(tA, F, schedule);
         if (op == Op::Gesv && info == 0) getrs(tA, F, tB);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         times.push_back(secs);
+        trace.stop();
 
         nlohmann::ordered_json r = {{"op", config["op"]}, {"prec", o.prec}, {"m", m}, {"n", n}, {"nrhs", nrhs},
                                     {"nb", nb}, {"ib", ib}, {"schedule", o.schedule}, {"iter", it}, {"time_s", secs},
@@ -129,6 +132,7 @@ int run_lu(Op op, const FactorOptions& o, const FileInputs<T>& in) {
         if (!ok) ++failed;
         out.row(r);
     }
+    trace.write();
     if (o.niter > 1) {
         const double t = median(times);
         out.row({{"op", config["op"]}, {"prec", o.prec}, {"m", m}, {"n", n}, {"nb", nb}, {"ib", ib},

@@ -160,12 +160,14 @@ int run_qr(Op op, const FactorOptions& o, const FileInputs<T>& in) {
 
     int failed = 0;
     std::vector<double> times;
+    TraceRecorder trace(o);
     for (int it = 1; it <= o.niter; ++it) {
         TileMatrix<T> tA(m, n, nb), tB(m, nrhs, nb);
         tA.from_lapack(A.data(), lda);
         tB.from_lapack(B.data(), lda);
         QrFactors<T> F(tA, ib);
         int info = 0;
+        trace.start(it, tA, tB);
         const auto t0 = std::chrono::steady_clock::now();
         if (op == Op::Geqrf)
             geqrf(tA, F);
@@ -173,6 +175,7 @@ int run_qr(Op op, const FactorOptions& o, const FileInputs<T>& in) {
             info = gels(tA, tB, ib);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         times.push_back(secs);
+        trace.stop();
 
         nlohmann::ordered_json r = {{"op", config["op"]}, {"prec", o.prec}, {"m", m}, {"n", n}, {"nrhs", nrhs},
                                     {"nb", nb}, {"ib", ib}, {"iter", it}, {"time_s", secs},
@@ -210,6 +213,7 @@ int run_qr(Op op, const FactorOptions& o, const FileInputs<T>& in) {
         if (!ok) ++failed;
         out.row(r);
     }
+    trace.write();
     if (o.niter > 1) {
         const double t = median(times);
         out.row({{"op", config["op"]}, {"prec", o.prec}, {"m", m}, {"n", n}, {"nrhs", nrhs}, {"nb", nb}, {"ib", ib},

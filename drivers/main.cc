@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
     cli::add_lu_commands(app, run);
     cli::add_accuracy_command(app, run);
     cli::add_qr_commands(app, run);
+    cli::add_calibrate_command(app, run);
+    cli::add_sched_study_command(app, run);
+    cli::add_batched_command(app, run);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -40,12 +43,16 @@ int main(int argc, char** argv) {
         }
         if (argc > 1 && argv[1][0] != '-' && !known)
             fmt::print(stderr, "starfact: unknown command '{}' (commands: {})\n", argv[1], commands);
+        else if (argc > 1 && argv[1][0] == '-' && app.get_subcommands().empty())
+            fmt::print(stderr, "starfact: unknown option '{}' before the command ({}); options follow the command\n",
+                       argv[1], e.what());
         else
             fmt::print(stderr, "starfact: {}\n", e.what());
         fmt::print(stderr, "Run 'starfact --help' or 'starfact <command> --help'.\n");
         return 2;
     }
     try {
+        if (run) cli::preflight_models();
         return run ? run() : 2;
     } catch (const ArgumentError& e) {
         fmt::print(stderr, "starfact: {}\n", e.what());

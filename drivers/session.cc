@@ -14,6 +14,8 @@
 
 #include "codelets/codelets.hpp"
 #include "common/error.hpp"
+#include "common/model_check.hpp"
+#include "io/atomic_file.hpp"
 #include "io/io.hpp"
 
 namespace starfact::cli {
@@ -32,10 +34,25 @@ void add_factor_options(CLI::App& cmd, FactorOptions& o) {
     cmd.add_option("--niter", o.niter, "Repetitions; each starts from a fresh copy of the matrix")
         ->check(positive)
         ->capture_default_str();
-    cmd.add_option("--seed", o.seed, "Random seed of the matrix (0: random, printed)")->capture_default_str();
+    cmd.add_option("--seed", o.seed, "Random seed of the matrix (0: random, printed)")
+        ->check(no_minus_sign())
+        ->capture_default_str();
     cmd.add_option("--format", o.format, "Output: table, csv or json (one object per line)")
         ->check(CLI::IsMember({"table", "csv", "json"}))
         ->capture_default_str();
+    cmd.add_option("--trace", o.trace_file,
+                   "Write every task of the timed part (codelet, worker, start, end, tile coordinates, predicted\n"
+                   "time) to this CSV file; scripts/plot_trace.py draws it");
+}
+
+CLI::Validator no_minus_sign() {
+    return CLI::Validator(
+        [](std::string& value) {
+            return value.find_first_not_of(" \t") != std::string::npos && value[value.find_first_not_of(" \t")] == '-'
+                       ? fmt::format("'{}' is negative; an unsigned integer is expected", value)
+                       : std::string();
+        },
+        "");
 }
 
 Format parse_format(const std::string& s) {
@@ -176,6 +193,18 @@ FileInputs<T> load_file_inputs(FactorOptions& o, Shape shape, FileUse use) {
         o.nrhs = b.n;
         in.B = with_lead(std::move(b));
     }
+    if (!o.trace_file.empty()) {
+        // io::check_writable without its .npy/.mtx rule: the trace is CSV.
+        const std::string dir = io::detail::directory_of(o.trace_file);
+        if (std::filesystem::is_directory(o.trace_file) || !std::filesystem::is_directory(dir))
+            throw ArgumentError("--trace", fmt::format("'{}': is a directory, or directory '{}' does not exist",
+                                                       o.trace_file, dir));
+        try {
+            io::detail::AtomicFile probe(o.trace_file);  // created and dropped: the only reliable test
+        } catch (const io::FileError& e) {
+            throw ArgumentError("--trace", fmt::format("'{}': {}", o.trace_file, e.reason()));
+        }
+    }
     if (use == FileUse::Solve && !o.x_file.empty()) {
         try {
             io::check_writable(o.x_file);
@@ -200,6 +229,30 @@ void add_file_config(nlohmann::ordered_json& config, const FactorOptions& o) {
     if (!o.a_file.empty()) config["A"] = o.a_file;
     if (!o.b_file.empty()) config["B"] = o.b_file;
     if (!o.x_file.empty()) config["X"] = o.x_file;
+    if (!o.trace_file.empty()) config["trace"] = o.trace_file;
+}
+
+void TraceRecorder::stop() {
+    if (path_.empty()) return;
+    for (const codelets::TaskRecord& r : codelets::stop_trace())
+        lines_ += fmt::format("{},{}\n", iter_, codelets::trace_csv_line(r));
+}
+
+void TraceRecorder::write() const {
+    if (path_.empty()) return;
+    try {
+        io::detail::AtomicFile f(path_);
+        f.write("iter," + codelets::trace_csv_header() + "\n");
+        f.write(lines_);
+        f.commit();
+    } catch (const io::FileError& e) {
+        throw RuntimeError(fmt::format("--trace '{}': {}", path_, e.reason()));
+    }
+}
+
+void preflight_models() {
+    for (const std::string& note : models::preflight_or_throw(models::calibrate_level() >= 1))
+        fmt::print(stderr, "starfact: note: {}\n", note);
 }
 
 template FileInputs<float> load_file_inputs<float>(FactorOptions&, Shape, FileUse);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "codelets/trace.hpp"
 #include "common/runtime.hpp"
 #include "drivers/report.hpp"
 
@@ -29,6 +30,7 @@ struct FactorOptions {
     std::string schedule = "dynamic";  ///< LU only: dynamic, static-rl, static-ll, static-bfll
     std::string trtri = "auto";        ///< LU only: the trtri + gemm variant, auto (with a GPU), on, off
     std::string a_file, b_file, x_file;  ///< --A, --B (inputs) and --X (output): .npy or .mtx files
+    std::string trace_file;              ///< --trace: the tasks of the timed part, one CSV line each
     bool n_given = false, m_given = false, nrhs_given = false;  ///< set by note_given_options
 };
 
@@ -67,8 +69,11 @@ void write_solution(const FactorOptions& o, int rows, int cols, const T* X, int 
 /// Adds the file options in use to the configuration header.
 void add_file_config(nlohmann::ordered_json& config, const FactorOptions& o);
 
-/// Adds -n, --nb, --prec, --check, --niter, --seed, --format to a subcommand.
+/// Adds -n, --nb, --prec, --check, --niter, --seed, --format, --trace to a subcommand.
 void add_factor_options(CLI::App& cmd, FactorOptions& o);
+/// Refuses a value written with a leading minus sign: CLI11 would wrap "-1" around to 2^64 - 1
+/// for an unsigned option (--seed), silently.
+CLI::Validator no_minus_sign();
 Format parse_format(const std::string& s);
 
 /// Usage errors found after parsing (exit code 2, nothing started): sizes that do not fit
@@ -83,5 +88,28 @@ int default_nb(const Runtime& rt);
 
 /// Median of a non-empty list.
 double median(std::vector<double> v);
+
+/// --trace FILE: records the tasks of the timed part of every iteration (codelet, worker, start,
+/// end, tile coordinates, prediction) and writes them once the run is over, atomically, as CSV
+/// with a leading "iter" column. Does nothing when the option was not given.
+class TraceRecorder {
+public:
+    explicit TraceRecorder(const FactorOptions& o) : path_(o.trace_file) {}
+    /// Labels the tiles of `matrices` with their coordinates and starts recording.
+    template <class... Matrices>
+    void start(int iter, const Matrices&... matrices) {
+        if (path_.empty()) return;
+        (codelets::label_tiles(matrices), ...);
+        iter_ = iter;
+        codelets::start_trace();
+    }
+    void stop();
+    /// Writes the file; a failure now (disk full) is a RuntimeError, as the work has been done.
+    void write() const;
+
+private:
+    std::string path_, lines_;
+    int iter_ = 0;
+};
 
 }  // namespace starfact::cli

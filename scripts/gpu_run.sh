@@ -85,7 +85,7 @@ for step in "${steps[@]}"; do
             "$bin/bench_batched_$op" --json "$out/bench_batched_$op.jsonl" ${BENCH_BATCHED_ARGS:-} \
                 > "$out/bench_batched_$op.txt" 2>&1 || status=1
         done
-        python3 "$root/scripts/bench_batched_magma.py" --json "$out/bench_batched_magma.jsonl" \
+        python3 "$root/scripts/bench_batched_magma.py" --out "$out/bench_batched_magma.jsonl" \
             > "$out/bench_batched_magma.txt" 2>&1 || status=1
         ;;
     accuracy)

@@ -16,6 +16,8 @@
 ///   gels (Householder QR, least squares), in tile_algorithms/*.hpp; they return LAPACK's info
 ///   (0 success, k > 0 the first failing column, 1-based) for numerical failure.
 /// - starfact::io (io/io.hpp): dense matrices from and to .npy and Matrix Market files.
+/// - starfact::batched (batched/batched.hpp): LU, Cholesky, QR and their solves on many small
+///   matrices at once, on the host, on a CUDA stream (Context) or as StarPU tasks (docs/batched.md).
 /// Errors: starfact::ArgumentError (a bad argument, named by argument(); nothing was done) and
 /// starfact::RuntimeError (StarPU, CUDA or a kernel failed), both from common/error.hpp.
 ///
@@ -31,5 +33,6 @@
 
 #include "common/error.hpp"
 #include "common/runtime.hpp"
+#include "batched/batched.hpp"
 #include "io/io.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
