@@ -92,7 +92,8 @@ __device__ __forceinline__ bool locate(const int* n, const int* info, int b, Sch
 
 template <class T>
 __global__ void __launch_bounds__(kDiagThreads)
-    vpotrf_diag_kernel(T* const* A, const int* n, const int* lda, bool trans, int* info, Schedule s, int nmax, int step) {
+    vpotrf_diag_kernel(T* const* A, const int* n, const int* lda, bool trans, int* info, Schedule s, int nmax,
+                       int step) {
     const int b = blockIdx.x;
     int nb = 0, c0 = 0;
     if (!locate(n, info, b, s, nmax, step, nb, c0)) return;  // uniform over the block
@@ -149,8 +150,8 @@ __global__ void __launch_bounds__(kDiagThreads)
         for (int j = 0; j < K; ++j) {
             const T d = __shfl_sync(0xffffffffu, row[j], j);
             if (fail == 0 && !(d > T(0))) fail = j + 1;  // not positive, or NaN: LAPACK's test
-            T* col = sCol[j & 1];  // two buffers: step j+1 writes while step j's may be read
-            if (fail == 0) {       // uniform over the warp
+            T* col = sCol[j & 1];                        // two buffers: step j+1 writes while step j's may be read
+            if (fail == 0) {                             // uniform over the warp
                 if (r >= j) {
                     row[j] *= T(1) / sqrt(d);
                     col[r] = row[j];
@@ -174,9 +175,9 @@ __global__ void __launch_bounds__(kDiagThreads)
 // ---- The rows below the diagonal block: left-looking update and triangular solve -----------
 
 template <class T>
-__global__ void __launch_bounds__(kPanelThreads) vpotrf_panel_kernel(T* const* A, const int* n, const int* lda,
-                                                                     bool trans, const int* info, Schedule s, int nmax,
-                                                                     int step) {
+__global__ void __launch_bounds__(kPanelThreads)
+    vpotrf_panel_kernel(T* const* A, const int* n, const int* lda, bool trans, const int* info, Schedule s, int nmax,
+                        int step) {
     constexpr int R = kPanelRows;
     constexpr int LR = R + 1;
     const int b = blockIdx.x;
@@ -249,8 +250,8 @@ __global__ void __launch_bounds__(kPanelThreads) vpotrf_panel_kernel(T* const* A
 /// B <- A^{-1} B for matrix blockIdx.x, right-hand sides in groups of W * kSolveCols (group
 /// blockIdx.y, then every gridDim.y-th). Warp v solves columns kSolveCols v .. of the group.
 template <class T, int W>
-__global__ void __launch_bounds__(32 * W) vpotrs_kernel(const T* const* A, const int* n, const int* lda, bool trans,
-                                                         T* const* B, const int* ldb, int nrhs) {
+__global__ void __launch_bounds__(32 * W)
+    vpotrs_kernel(const T* const* A, const int* n, const int* lda, bool trans, T* const* B, const int* ldb, int nrhs) {
     constexpr int NT = 32 * W;
     constexpr int NC = W * kSolveCols;  // columns per group
     const int b = blockIdx.x;
@@ -388,9 +389,8 @@ void vpotrf(const Launch& launch, Uplo uplo, Schedule schedule, int nmax, const 
     const bool trans = uplo == Uplo::upper;
     const int steps = vsteps(nmax);
     for (int step = 0; step < steps; ++step) {
-        vpotrf_diag_kernel<T>
-            <<<static_cast<unsigned>(count), kDiagThreads, 0, launch.stream>>>(A, n, lda, trans, info, schedule, nmax,
-                                                                               step);
+        vpotrf_diag_kernel<T><<<static_cast<unsigned>(count), kDiagThreads, 0, launch.stream>>>(A, n, lda, trans, info,
+                                                                                                schedule, nmax, step);
         detail::check_launch("vpotrf diagonal kernel");
         // The most rows below the diagonal block any matrix has at this step: the largest
         // order under ssde; under dsse a matrix with s steps left has at most 32 (s - 1).
