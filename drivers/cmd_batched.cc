@@ -292,7 +292,9 @@ void add_batched_command(CLI::App& app, Run& run) {
     cmd->add_option("--slices", o->slices, "Tasks the batch is cut into; 0: two per StarPU worker (at most count)")
         ->check(non_negative)
         ->capture_default_str();
-    cmd->add_option("--seed", o->seed, "Random seed of the matrices (0: random, printed)")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "Random seed of the matrices (0: random, printed)")
+        ->check(no_minus_sign())
+        ->capture_default_str();
     cmd->add_flag("--check", o->check,
                   "Check every matrix (LAPACK-style residual, pass below 30) and report the largest and the\n"
                   "number of failing matrices");

@@ -274,7 +274,9 @@ void add_sched_study_command(CLI::App& app, Run& run) {
         ->check(CLI::IsMember({"calibrated", "none", "both"}))
         ->capture_default_str();
     cmd->add_option("--niter", o->niter, "Runs per scheduler (the median is reported)")->check(positive)->capture_default_str();
-    cmd->add_option("--seed", o->seed, "Random seed of the matrix (0: random, printed)")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "Random seed of the matrix (0: random, printed)")
+        ->check(no_minus_sign())
+        ->capture_default_str();
     cmd->add_option("--format", o->format, "Output: table, csv or json (one object per line)")
         ->check(CLI::IsMember({"table", "csv", "json"}))
         ->capture_default_str();

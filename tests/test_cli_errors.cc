@@ -166,6 +166,10 @@ TEST_F(CliErrors, InfoAndAccuracyAndTheCommandItself) {
         {{"accuracy", "--refine", "99"}, {"--refine", "99"}},
         {{"accuracy", "--ib", "-1"}, {"--ib", "-1"}},
         {{"accuracy", "--seed", "abc"}, {"--seed", "abc"}},
+        {{"accuracy", "--seed", "-1"}, {"--seed", "-1"}},
+        // The other subcommands' seeds (their own suites test the rest of their options).
+        {{"batched", "--seed", "-1"}, {"--seed", "-1"}},
+        {{"sched-study", "--seed", "-7"}, {"--seed", "-7"}},
         {{"accuracy", "--matrices", "-1"}, {"--matrices", "-1"}},
         {{"accuracy", "--format", "xml"}, {"--format", "xml"}},
         {{"accuracy", "--csv"}, {"--csv"}},
