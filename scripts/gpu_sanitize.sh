@@ -39,6 +39,7 @@ test_qr_cuda|*|kernel
 test_batched_lu_cuda|*-*TenThousand*:*LargerThan512*|kernel
 test_batched_potrf_cuda|*-*TenThousand*|kernel
 test_batched_qr_cuda|*|kernel
+test_vbatched_cuda|*|kernel
 test_batched_api_cuda|*|starpu
 test_cholesky|*Cuda*|starpu
 test_lu|*CudaForced*|starpu
