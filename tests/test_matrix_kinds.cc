@@ -527,5 +527,43 @@ TYPED_TEST(MatrixKinds, GelsPlantedZeroColumnOddNbCuda) {
     this->on(Impl::Cuda, [&] { gels_planted<TypeParam>(this->seed()); });
 }
 
+// The generators make what the tests above claim: the 2-norm condition number (from LAPACK's
+// singular values, in double) is the one asked for, the SPD matrix is symmetric with that condition,
+// and the scaling puts the largest entry at 2^e times the original one.
+class MatrixKindGenerators : public SeededTest {};
+
+TEST_F(MatrixKindGenerators, ConditionAndScaleAreWhatTheyClaim) {
+    for (double cond : {1e6, 1e14}) {
+        SCOPED_TRACE(::testing::Message() << "cond " << cond);
+        const int m = 45, n = 31;
+        for (bool spd : {false, true}) {
+            const int rows = spd ? n : m;
+            HostMatrix<double> A = spd ? spd_with_condition<double>(n, n, cond, seed())
+                                       : with_condition<double>(m, n, m, cond, seed());
+            if (spd) {
+                for (int j = 0; j < n; ++j)
+                    for (int i = 0; i < j; ++i) ASSERT_EQ(A(i, j), A(j, i));
+            }
+            std::vector<double> s(static_cast<std::size_t>(n)), superb(static_cast<std::size_t>(n));
+            HostMatrix<double> W = A;
+            ASSERT_EQ(LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', rows, n, W.ptr(), W.ld, s.data(), nullptr, 1, nullptr,
+                                     1, superb.data()),
+                      0);
+            EXPECT_NEAR(s[0], 1.0, 1e-12);
+            // The smallest singular value carries the rounding of the product (about n eps ||A||):
+            // relative 1e-6 at cond 1e6, within a factor 1.5 at 1e14.
+            EXPECT_NEAR(s[0] / s[n - 1], cond, cond * std::max(1e-6, 0.5 * cond * 1e-14)) << "spd " << spd;
+        }
+    }
+    for (int e : scale_exponents<double>()) {
+        HostMatrix<double> A = random_matrix<double>(20, 20, 20, seed()), base = A;
+        const double before = max_abs(A);
+        scale(A, e, &base);
+        EXPECT_EQ(max_abs(A), std::ldexp(before, e));
+        EXPECT_EQ(non_finite(A), 0);
+        EXPECT_EQ(max_abs(base), before) << "the base is the scaled matrix divided back exactly";
+    }
+}
+
 }  // namespace
 }  // namespace starfact::test
