@@ -1,5 +1,7 @@
 // `starfact batched`: many small factorizations or solves at once, cut into slices that StarPU
-// shares between CPU and GPU workers (batched::tasks), timed and checked matrix by matrix.
+// shares between CPU and GPU workers (batched::tasks), timed and checked matrix by matrix; the
+// batch is generated or read from a .npy file (--input, --rhs; --output writes the result).
+// --sizes runs a variable-size Cholesky batch (batched/vbatched.hpp) on the host path.
 #include <starpu.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <random>
@@ -17,11 +20,13 @@
 
 #include "batched/batched.hpp"
 #include "batched/residuals.hpp"
+#include "batched/vbatched.hpp"
 #include "common/error.hpp"
 #include "common/matgen.hpp"
 #include "common/parallel.hpp"
 #include "drivers/commands.hpp"
 #include "drivers/session.hpp"
+#include "io/io.hpp"
 
 namespace starfact::cli {
 namespace {
@@ -39,7 +44,9 @@ struct BatchedOptions {
     bool check = false;
     int niter = 1;
     std::string format = "table";
-    bool m_given = false;
+    std::string input, rhs, output;  ///< --input, --rhs (.npy or .mtx batches) and --output (.npy)
+    std::string sizes;               ///< --sizes uniform:NMAX | skewed:NMAX | file:PATH
+    bool m_given = false, n_given = false, count_given = false, nrhs_given = false;
 };
 
 const std::vector<std::string> kColumns = {"op",     "prec", "count",  "m",      "n",        "nrhs",   "uplo",
@@ -87,8 +94,44 @@ std::uint64_t matrix_seed(std::uint64_t seed, int b, int which) {
     return seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(b) * 2 + static_cast<std::uint64_t>(which) + 1;
 }
 
+/// The batch read from --input (and --rhs): column-major matrices one after the other, as io
+/// reads them; empty when the batch is generated.
 template <class T>
-int run_batched(const BatchedOptions& o) {
+struct BatchFiles {
+    bool loaded = false;
+    io::Dense<T> a, b;
+};
+
+/// Matrix b's data from a file batch into storage with leading dimension ld and stride s.
+template <class T>
+void copy_in(const io::Dense<T>& d, T* dst, int ld, long long s) {
+    parallel_for(d.count, [&](int b) {
+        const T* src = d.matrix(b);
+        for (int j = 0; j < d.n; ++j)
+            for (int i = 0; i < d.m; ++i)
+                dst[b * s + i + static_cast<long long>(j) * ld] = src[i + static_cast<std::size_t>(j) * d.m];
+    });
+}
+
+/// Every failing matrix and its info, after the run: comment lines (table, CSV) or one JSON
+/// object per matrix ("record": "failure").
+void print_failures(const BatchedOptions& o, const int* info, int count) {
+    const char* what = o.op == "getrf" || o.op == "getrs"   ? "U(k,k) is exactly zero"
+                       : o.op == "gels"                     ? "R(k,k) is exactly zero, B left as it was"
+                                                            : "the leading minor of order k is not positive";
+    for (const batched::Failure& f : batched::failures(info, count)) {
+        if (parse_format(o.format) == Format::Json)
+            fmt::print("{}\n", nlohmann::ordered_json{{"record", "failure"}, {"op", o.op}, {"index", f.index},
+                                                      {"info", f.info}}
+                                   .dump());
+        else
+            fmt::print("# failure: matrix {} info {} ({}, k = {})\n", f.index, f.info, what, f.info);
+    }
+    std::fflush(stdout);
+}
+
+template <class T>
+int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
     using namespace starfact::batched;
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     const int n = o.n, count = o.count;
@@ -111,21 +154,32 @@ int run_batched(const BatchedOptions& o) {
     config["nrhs"] = nrhs;
     if (is_cholesky(o.op)) config["uplo"] = o.uplo;
     config["slices"] = slices;
-    config["seed"] = seed;
+    if (files.loaded) {
+        config["input"] = o.input;
+        if (!o.rhs.empty()) config["rhs"] = o.rhs;
+    } else {
+        config["seed"] = seed;
+    }
+    if (!o.output.empty()) config["output"] = o.output;
     out.header(config);
 
     const std::size_t cnt = static_cast<std::size_t>(count);
     Storage<T> A0(cnt * sA), A(cnt * sA), B0(cnt * sB), B(cnt * sB), tau(is_qr(o.op) ? cnt * n : 0);
     Storage<int> ipiv(o.op == "getrf" || o.op == "getrs" ? cnt * n : 0), info(cnt);
     if (cnt > 0) std::fill(info.get(), info.get() + cnt, 0);  // geqrf, getrs and potrs leave it as it is
-    parallel_for(count, [&](int b) {
-        T* a = A0.get() + b * sA;
-        if (is_cholesky(o.op))
-            matgen::spd(n, matrix_seed(seed, b, 0), a, lda);
-        else
-            matgen::uniform(m, n, matrix_seed(seed, b, 0), a, lda);
-        if (nrhs > 0) matgen::uniform(m, nrhs, matrix_seed(seed, b, 1), B0.get() + b * sB, ldb);
-    });
+    if (files.loaded) {
+        copy_in(files.a, A0.get(), lda, sA);
+        if (nrhs > 0) copy_in(files.b, B0.get(), ldb, sB);
+    } else {
+        parallel_for(count, [&](int b) {
+            T* a = A0.get() + b * sA;
+            if (is_cholesky(o.op))
+                matgen::spd(n, matrix_seed(seed, b, 0), a, lda);
+            else
+                matgen::uniform(m, n, matrix_seed(seed, b, 0), a, lda);
+            if (nrhs > 0) matgen::uniform(m, nrhs, matrix_seed(seed, b, 1), B0.get() + b * sB, ldb);
+        });
+    }
 
     // The solves need factors: computed once, untimed, by the same path.
     Storage<T> F(o.op == "getrs" || o.op == "potrs" ? cnt * sA : 0);
@@ -180,7 +234,9 @@ int run_batched(const BatchedOptions& o) {
                                     {"info_failures", failures},
                                     {"residual", nullptr},
                                     {"failed", failures}};
-        // Random uniform and SPD matrices are nonsingular with probability one: a failing info fails.
+        if (files.loaded) r.erase("seed");
+        // Random uniform and SPD matrices are nonsingular with probability one: a failing info fails
+        // (a file's too: the run is then reported as failed, with every failing matrix listed).
         bool ok = failures == 0;
         if (o.check && it == o.niter) {
             std::vector<double> res(cnt, 0.0);
@@ -214,6 +270,26 @@ int run_batched(const BatchedOptions& o) {
         r["status"] = ok ? "ok" : "FAILED";
         if (!ok) ++failed_rows;
         out.row(r);
+    }
+    if (o.op != "geqrf") print_failures(o, info.get(), count);
+    if (!o.output.empty()) {
+        // The factors (A) or the solutions (B's first n rows), packed: count x rows x cols.
+        const bool solve = is_solve(o.op);
+        const int rows = solve ? n : m, cols = solve ? nrhs : n, ld = solve ? ldb : lda;
+        const T* src = solve ? B.get() : A.get();
+        const long long s = solve ? sB : sA;
+        std::vector<T> packed(cnt * rows * cols);
+        parallel_for(count, [&](int b) {
+            for (int j = 0; j < cols; ++j)
+                for (int i = 0; i < rows; ++i)
+                    packed[(static_cast<std::size_t>(b) * cols + j) * rows + i] =
+                        src[b * s + i + static_cast<long long>(j) * ld];
+        });
+        try {
+            io::write_npy_batch(o.output, count, rows, cols, packed.data());
+        } catch (const io::FileError& e) {
+            throw RuntimeError(fmt::format("--output '{}': {}", o.output, e.reason()));
+        }
     }
     if (o.niter > 1) {
         const double t = median(times);
@@ -261,6 +337,256 @@ void check_options(const BatchedOptions& o) {
                                                    o.count, m, o.n, need / (1 << 30), have / (1 << 30)));
 }
 
+/// Option combinations of --input, --rhs, --output and --sizes; exit code 2, nothing started.
+void check_file_options(const BatchedOptions& o) {
+    if (!o.input.empty() && !o.sizes.empty())
+        throw ArgumentError("--sizes", fmt::format("'{}' with --input: the sizes come from the file", o.sizes));
+    if (o.input.empty()) {
+        if (!o.rhs.empty()) throw ArgumentError("--rhs", fmt::format("'{}' needs --input (the matrices)", o.rhs));
+        if (!o.output.empty())
+            throw ArgumentError("--output", fmt::format("'{}' needs --input (a generated batch is not written)",
+                                                        o.output));
+    } else {
+        const std::pair<bool, const char*> given[] = {
+            {o.count_given, "--count"}, {o.n_given, "-n"}, {o.m_given, "-m"}, {o.nrhs_given, "--nrhs"}};
+        for (const auto& [g, name] : given)
+            if (g) throw ArgumentError(name, fmt::format("given with --input '{}': the sizes come from the files",
+                                                         o.input));
+        if (is_solve(o.op) && o.rhs.empty())
+            throw ArgumentError("--rhs", fmt::format("--op {} with --input needs the right-hand sides (--rhs FILE, a "
+                                                     "batch of as many matrices as --input)", o.op));
+        if (!is_solve(o.op) && !o.rhs.empty())
+            throw ArgumentError("--rhs", fmt::format("'{}': --op {} takes no right-hand sides", o.rhs, o.op));
+    }
+    if (!o.sizes.empty() && !is_cholesky(o.op))
+        throw ArgumentError("--sizes", fmt::format("'{}': variable sizes are for --op potrf and potrs, not {}",
+                                                   o.sizes, o.op));
+    if (!o.sizes.empty() && (o.n_given || o.m_given))
+        throw ArgumentError(o.n_given ? "-n" : "-m", fmt::format("given with --sizes '{}'", o.sizes));
+}
+
+/// A file of `option` read as T, io's FileError turned into a usage error naming the option and file.
+template <class T>
+io::Dense<T> read_batch_file(const char* option, const std::string& path) {
+    try {
+        return io::read_dense<T>(path);
+    } catch (const io::FileError& e) {
+        throw ArgumentError(option, fmt::format("'{}': {}", path, e.reason()));
+    }
+}
+
+/// Reads --input and --rhs and checks --output before anything starts; sets count, n, m, nrhs.
+template <class T>
+BatchFiles<T> load_batch_files(BatchedOptions& o) {
+    BatchFiles<T> f;
+    if (o.input.empty()) return f;
+    f.a = read_batch_file<T>("--input", o.input);
+    const io::Dense<T>& a = f.a;
+    if (a.ndim == 1)
+        throw ArgumentError("--input", fmt::format("'{}': wrong dimensions: a 1-D array (a vector); a batch is 3-D "
+                                                   "(count x m x n) or 2-D (one matrix)",
+                                                   o.input));
+    if (!is_qr(o.op) && a.m != a.n)
+        throw ArgumentError("--input", fmt::format("'{}': not square: {} matrices of {} x {}; --op {} needs square "
+                                                   "matrices",
+                                                   o.input, a.count, a.m, a.n, o.op));
+    if (is_qr(o.op) && a.m < a.n)
+        throw ArgumentError("--input", fmt::format("'{}': {} x {} matrices are wider than tall; --op {} needs m >= n",
+                                                   o.input, a.m, a.n, o.op));
+    o.count = a.count;
+    o.n = a.n;
+    o.m = a.m;
+    if (is_solve(o.op)) {
+        f.b = read_batch_file<T>("--rhs", o.rhs);
+        const io::Dense<T>& b = f.b;
+        if (b.count != a.count)
+            throw ArgumentError("--rhs", fmt::format("'{}' holds {} right-hand-side matrices, --input '{}' holds {} "
+                                                     "matrices",
+                                                     o.rhs, b.count, o.input, a.count));
+        if (b.m != a.m)
+            throw ArgumentError("--rhs", fmt::format("'{}' has {} rows per matrix, the matrices of --input '{}' have {}",
+                                                     o.rhs, b.m, o.input, a.m));
+        o.nrhs = b.n;
+    }
+    if (!o.output.empty()) {
+        try {
+            if (io::format_of(o.output) != io::Format::Npy)
+                throw io::FileError(o.output, "a batch is written as a 3-D NumPy array: the name must end in .npy");
+            io::check_writable(o.output);
+        } catch (const io::FileError& e) {
+            throw ArgumentError("--output", fmt::format("'{}': {}", o.output, e.reason()));
+        }
+    }
+    f.loaded = true;
+    return f;
+}
+
+// ---- --sizes: a variable-size Cholesky batch on the host path ----------------------------------
+
+/// The orders of a --sizes batch: uniform in [1, NMAX], skewed (1% of NMAX, the rest in
+/// [1, NMAX/10], as in the variable-size Cholesky paper), or one order per line of a file.
+std::vector<int> draw_sizes(const BatchedOptions& o, std::uint64_t seed) {
+    const std::size_t colon = o.sizes.find(':');
+    const std::string kind = colon == std::string::npos ? o.sizes : o.sizes.substr(0, colon);
+    const std::string value = colon == std::string::npos ? "" : o.sizes.substr(colon + 1);
+    std::vector<int> n;
+    if (kind == "file") {
+        std::ifstream in(value);
+        if (value.empty() || !in)
+            throw ArgumentError("--sizes", fmt::format("'{}': cannot read the file '{}'", o.sizes, value));
+        std::string line;
+        for (int lineno = 1; std::getline(in, line); ++lineno) {
+            const std::size_t first = line.find_first_not_of(" \t\r");
+            if (first == std::string::npos) continue;  // blank line
+            const std::size_t last = line.find_last_not_of(" \t\r");
+            const std::string word = line.substr(first, last - first + 1);
+            long long v = -1;
+            if (word.find_first_not_of("0123456789") == std::string::npos && word.size() <= 9) v = std::stoll(word);
+            if (v < 0)
+                throw ArgumentError("--sizes", fmt::format("'{}' line {}: '{}' is not an order (a non-negative integer "
+                                                           "below 10^9)",
+                                                           value, lineno, word));
+            n.push_back(static_cast<int>(v));
+        }
+        if (o.count_given && o.count != static_cast<int>(n.size()))
+            throw ArgumentError("--count", fmt::format("{} disagrees with --sizes '{}', which holds {} orders", o.count,
+                                                       o.sizes, n.size()));
+        return n;
+    }
+    int nmax = 0;
+    const bool numeric = !value.empty() && value.size() <= 9 && value.find_first_not_of("0123456789") == std::string::npos;
+    if (numeric) nmax = std::stoi(value);
+    if ((kind != "uniform" && kind != "skewed") || nmax < 1)
+        throw ArgumentError("--sizes", fmt::format("'{}': expected uniform:NMAX, skewed:NMAX (NMAX >= 1) or file:PATH",
+                                                   o.sizes));
+    std::mt19937_64 rng(seed);
+    const auto in_range = [&](int hi) { return 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(hi)); };
+    n.resize(static_cast<std::size_t>(o.count));
+    if (kind == "uniform") {
+        for (int& v : n) v = in_range(nmax);
+    } else {
+        // 1% of the matrices (at least one) of order NMAX, at random places.
+        const int big = o.count == 0 ? 0 : std::max(1, (o.count + 99) / 100);
+        for (int b = 0; b < o.count; ++b) n[b] = b < big ? nmax : in_range(std::max(1, nmax / 10));
+        std::shuffle(n.begin(), n.end(), rng);
+    }
+    return n;
+}
+
+const std::vector<std::string> kVColumns = {"op",   "prec",   "count",  "sizes",    "nmax",   "nrhs",  "uplo",
+                                            "iter", "time_s", "gflops", "residual", "failed", "status"};
+
+template <class T>
+int run_vbatched(const BatchedOptions& o) {
+    using namespace starfact::batched;
+    const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
+    const std::vector<int> n = draw_sizes(o, seed);
+    const int count = static_cast<int>(n.size());
+    const int nrhs = o.op == "potrs" ? o.nrhs : 0;
+    const int nmax = count > 0 ? *std::max_element(n.begin(), n.end()) : 0;
+    const Uplo uplo = o.uplo == "upper" ? Uplo::upper : Uplo::lower;
+    std::vector<int> ld(n.size());
+    std::vector<std::size_t> offA(n.size() + 1, 0), offB(n.size() + 1, 0);
+    for (int b = 0; b < count; ++b) {
+        ld[b] = std::max(1, n[b]);
+        offA[b + 1] = offA[b] + static_cast<std::size_t>(ld[b]) * n[b];
+        offB[b + 1] = offB[b] + static_cast<std::size_t>(ld[b]) * nrhs;
+    }
+    const int elem = static_cast<int>(sizeof(T));
+    const double need = (3.0 * static_cast<double>(offA[count]) + 2.0 * static_cast<double>(offB[count])) * elem;
+    const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    if (need > have)
+        throw ArgumentError("--sizes", fmt::format("'{}': the batch needs about {:.1f} GiB of host memory, this machine "
+                                                   "has {:.1f} GiB",
+                                                   o.sizes, need / (1 << 30), have / (1 << 30)));
+
+    Reporter out(parse_format(o.format), kVColumns);
+    nlohmann::ordered_json config;
+    config["path"] = "host (LAPACKE per matrix, one matrix per thread; the GPU path is not wired into the command line)";
+    config["op"] = o.op;
+    config["prec"] = o.prec;
+    config["count"] = count;
+    config["sizes"] = o.sizes;
+    config["nmax"] = nmax;
+    config["nrhs"] = nrhs;
+    config["uplo"] = o.uplo;
+    config["seed"] = seed;
+    out.header(config);
+
+    std::vector<T> A0(offA[count]), A(offA[count]), F(nrhs > 0 ? offA[count] : 0), B0(offB[count]), B(offB[count]);
+    parallel_for(count, [&](int b) {
+        matgen::spd(n[b], matrix_seed(seed, b, 0), A0.data() + offA[b], ld[b]);
+        if (nrhs > 0) matgen::uniform(n[b], nrhs, matrix_seed(seed, b, 1), B0.data() + offB[b], ld[b]);
+    });
+    const auto pointers = [&](std::vector<T>& v, const std::vector<std::size_t>& off) {
+        std::vector<T*> p(n.size());
+        for (int b = 0; b < count; ++b) p[b] = v.data() + off[b];
+        return p;
+    };
+    const std::vector<T*> pA = pointers(A, offA), pF = pointers(F, offA), pB = pointers(B, offB);
+    std::vector<int> info(n.size(), 0);
+    int factor_failures = 0;
+    if (nrhs > 0) {
+        F = A0;  // the solve's factors, untimed
+        factor_failures = vpotrf(uplo, n.data(), pF.data(), ld.data(), info.data(), count);
+    }
+    double flops = 0;
+    for (int b = 0; b < count; ++b) flops += o.op == "potrf" ? potrf_flops(n[b]) : potrs_flops(n[b], nrhs);
+
+    int failed_rows = 0;
+    for (int it = 1; it <= o.niter; ++it) {
+        A = A0;
+        B = B0;
+        int failures = factor_failures;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (o.op == "potrf")
+            failures = vpotrf(uplo, n.data(), pA.data(), ld.data(), info.data(), count);
+        else
+            vpotrs(uplo, n.data(), nrhs, pF.data(), ld.data(), pB.data(), ld.data(), count);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        nlohmann::ordered_json r = {{"op", o.op},        {"prec", o.prec},   {"count", count},
+                                    {"sizes", o.sizes},  {"nmax", nmax},     {"nrhs", nrhs},
+                                    {"uplo", o.uplo},    {"iter", it},       {"time_s", secs},
+                                    {"gflops", secs > 0 ? flops / secs / 1e9 : 0.0},
+                                    {"seed", seed},      {"residual", nullptr}, {"failed", failures}};
+        bool ok = failures == 0;
+        if (o.check && it == o.niter) {
+            std::vector<double> res(n.size(), 0.0);
+            parallel_for(count, [&](int b) {
+                if (info[b] != 0 || n[b] == 0) return;
+                const T* a0 = A0.data() + offA[b];
+                if (o.op == "potrf")
+                    res[b] = residuals::potrf(uplo, n[b], a0, ld[b], A.data() + offA[b], ld[b]);
+                else
+                    res[b] = residuals::solve(n[b], nrhs, a0, ld[b], B.data() + offB[b], ld[b], B0.data() + offB[b],
+                                              ld[b]);
+            });
+            double worst = 0.0;
+            int bad = 0;
+            for (int b = 0; b < count; ++b) {
+                if (!residuals::passes(res[b]) || info[b] != 0) ++bad;
+                worst = std::isnan(res[b]) || std::isnan(worst) ? NAN : std::max(worst, res[b]);
+            }
+            r["residual"] = worst;
+            r["failed"] = bad;
+            ok = bad == 0;
+        }
+        r["status"] = ok ? "ok" : "FAILED";
+        if (!ok) ++failed_rows;
+        out.row(r);
+    }
+    print_failures(o, info.data(), count);
+    return failed_rows;
+}
+
+template <class T>
+int run_any(BatchedOptions& o) {
+    if (!o.sizes.empty()) return run_vbatched<T>(o);
+    const BatchFiles<T> files = load_batch_files<T>(o);
+    check_options(o);
+    return run_batched<T>(o, files);
+}
+
 }  // namespace
 
 void add_batched_command(CLI::App& app, Run& run) {
@@ -304,18 +630,43 @@ void add_batched_command(CLI::App& app, Run& run) {
     cmd->add_option("--format", o->format, "Output: table, csv or json (one object per line)")
         ->check(CLI::IsMember({"table", "csv", "json"}))
         ->capture_default_str();
+    cmd->add_option("--input", o->input,
+                    "Read the batch from this file instead of generating it: .npy, 3-D (count x m x n) or 2-D (one\n"
+                    "matrix), C or Fortran order, float32 or float64; its shape sets --count, -m and -n");
+    cmd->add_option("--rhs", o->rhs, "With --input, the right-hand sides of getrs, potrs, gels: .npy, count x m x nrhs");
+    cmd->add_option("--output", o->output,
+                    "With --input, write the factors (getrf, potrf, geqrf) or the solutions (getrs, potrs, gels:\n"
+                    "count x n x nrhs) to this .npy file (3-D, Fortran order), atomically");
+    cmd->add_option("--sizes", o->sizes,
+                    "Variable-size batch (potrf, potrs): uniform:NMAX (orders in [1, NMAX]), skewed:NMAX (1% of\n"
+                    "order NMAX, the rest in [1, NMAX/10]) or file:PATH (one order per line); host path only");
     cmd->footer(
         "Checks, per matrix: getrf ||P A - L U||_1 / (n ||A||_1 eps); potrf ||A - L L^T||_1 / (n ||A||_1 eps);\n"
         "geqrf the larger of ||A - Q R||_1 / (m ||A||_1 eps) and ||I - Q^T Q||_1 / (m eps); getrs and potrs the\n"
         "solve backward error; gels ||A^T (B - A X)||_1 / (m ||A||_1 (||A||_1 ||X||_1 + ||B||_1) eps). A matrix\n"
         "fails when its ratio is not below 30 or its info is not 0.\n"
         "The time covers the whole call: registering the batch with StarPU, transfers, the tasks.\n"
-        "Example: starfact batched --op getrf --count 10000 -n 32 --check");
-    cmd->callback([&run, o, m_opt] {
+        "Files: --input a .npy batch (3-D count x m x n, or 2-D for one matrix; C or Fortran order, float32 or\n"
+        "float64; or a 2-D .mtx), --rhs the right-hand sides of getrs, potrs and gels (count x m x nrhs), --output\n"
+        "a .npy written atomically: the factors (getrf: L and U without the pivots, potrf: the factor in the uplo\n"
+        "triangle, the other as read; geqrf: R and the reflectors without tau) or the solutions (count x n x nrhs).\n"
+        "Every failing matrix is listed with its info. A bad file exits 2 naming it, with nothing written.\n"
+        "--sizes runs potrf or potrs on a variable-size batch through the host path of batched/vbatched.hpp\n"
+        "(LAPACKE per matrix on every core, no StarPU): the GPU path (SSDE/DSSE schedules) is a library call\n"
+        "only (batched::vpotrf with a Context), not run by this command.\n"
+        "Example: starfact batched --op getrf --count 10000 -n 32 --check\n"
+        "         starfact batched --op potrf --input blocks.npy --output factors.npy --check");
+    CLI::Option* n_opt = cmd->get_option("-n");
+    CLI::Option* count_opt = cmd->get_option("--count");
+    CLI::Option* nrhs_opt = cmd->get_option("--nrhs");
+    cmd->callback([&run, o, m_opt, n_opt, count_opt, nrhs_opt] {
         o->m_given = m_opt->count() > 0;
+        o->n_given = n_opt->count() > 0;
+        o->count_given = count_opt->count() > 0;
+        o->nrhs_given = nrhs_opt->count() > 0;
         run = [o]() -> int {
-            check_options(*o);
-            return o->prec == "s" ? run_batched<float>(*o) : run_batched<double>(*o);
+            check_file_options(*o);
+            return o->prec == "s" ? run_any<float>(*o) : run_any<double>(*o);
         };
     });
 }

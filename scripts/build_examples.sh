@@ -48,11 +48,45 @@ for name in ("x.npy", "x_cli.npy"):
     assert err < 1e-8, name
 PY
 
-echo "== examples/solve_from_file with pkg-config starfact" >&2
+echo "== examples/batched_posv with find_package(starfact)" >&2
+cmake -S "$root/examples/batched_posv" -B "$work/batched_posv" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/batched_posv" >/dev/null
+"$work/batched_posv/batched_posv"
+
+# A batch as a NumPy user has it: C-order float64 SPD blocks and their right-hand sides.
+python3 - "$work" <<'PY'
+import sys, numpy as np
+rng = np.random.default_rng(20261122)
+count, n, nrhs = 500, 20, 2
+G = rng.uniform(-1, 1, (count, n, n))
+np.save(f"{sys.argv[1]}/S.npy", G @ G.transpose(0, 2, 1) + n * np.eye(n))
+np.save(f"{sys.argv[1]}/SB.npy", rng.uniform(-1, 1, (count, n, nrhs)))
+PY
+"$work/batched_posv/batched_posv" "$work/S.npy" "$work/SB.npy"
+
+echo "== the installed starfact batched on the same files" >&2
+"$prefix/bin/starfact" batched --op potrs --input "$work/S.npy" --rhs "$work/SB.npy" --output "$work/SX.npy" \
+    --check --format csv >/dev/null
+python3 - "$work" <<'PY'
+import sys, numpy as np
+d = sys.argv[1]
+S, B, X = np.load(f"{d}/S.npy"), np.load(f"{d}/SB.npy"), np.load(f"{d}/SX.npy")
+ref = np.linalg.solve(S, B)
+err = np.abs(X - ref).max() / np.abs(ref).max()
+print(f"SX.npy {X.shape}: max |X - numpy.linalg.solve| / max |X| = {err:.2e}")
+assert X.shape == B.shape and err < 1e-10
+PY
+
+echo "== examples/solve_from_file and batched_posv with pkg-config starfact" >&2
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$(sed -n 's/^STARPU_PREFIX:INTERNAL=//p' "$build/CMakeCache.txt")/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 # pkg-config gives no run path: StarPU's library directory is added as one (or use LD_LIBRARY_PATH).
 # shellcheck disable=SC2046
 c++ -std=c++17 -O1 -o "$work/solve_pc" "$root/examples/solve_from_file/main.cc" $(pkg-config --cflags --libs starfact) \
     -Wl,-rpath,"$(pkg-config --variable=libdir starpu-1.3)"
 "$work/solve_pc" "$work/A.npy" "$work/b.npy" >/dev/null
+# shellcheck disable=SC2046
+c++ -std=c++17 -O1 -o "$work/batched_pc" "$root/examples/batched_posv/main.cc" $(pkg-config --cflags --libs starfact) \
+    -Wl,-rpath,"$(pkg-config --variable=libdir starpu-1.3)"
+"$work/batched_pc" >/dev/null
 echo "examples: ok" >&2

@@ -1,14 +1,16 @@
 // The batched module on the host (issue 5): every API function against LAPACKE run matrix by
 // matrix on the same data (bitwise where the arithmetic is the same), strided and pointer
 // batches, planted failures with exact infos, a NaN matrix, every argument error, the StarPU
-// path against the host path, and `starfact batched`.
+// path against the host path, and `starfact batched` (generated batches, .npy files, --sizes).
 #include <cblas.h>
 #include <gtest/gtest.h>
 #include <lapacke.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -22,6 +24,7 @@
 #include "codelets/codelets.hpp"
 #include "common/error.hpp"
 #include "common/matgen.hpp"
+#include "io/io.hpp"
 #include "test_support.hpp"
 
 namespace starfact::test {
@@ -720,6 +723,275 @@ TEST(BatchedCli, EmptyBatchAndTableOutput) {
     EXPECT_EQ(r.code, 0) << r.describe();
     EXPECT_NE(r.out.find("potrf"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(" ok"), std::string::npos) << r.out;
+}
+
+// ---- the command line on files (--input, --rhs, --output) and variable sizes (--sizes) -----------
+
+/// Writes count column-major m x n float64 matrices as a C-order .npy of shape (count, m, n), as
+/// NumPy's np.save of a C-contiguous array does (io writes Fortran order only).
+void write_c_order(const std::string& path, int count, int m, int n, const std::vector<double>& colmajor) {
+    std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(count) + ", " +
+                       std::to_string(m) + ", " + std::to_string(n) + "), }";
+    dict.append((64 - (10 + dict.size() + 1) % 64) % 64, ' ');
+    dict.push_back('\n');
+    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+    bytes.push_back(static_cast<char>(dict.size() & 0xff));
+    bytes.push_back(static_cast<char>(dict.size() >> 8));
+    bytes += dict;
+    std::vector<double> c;
+    for (int b = 0; b < count; ++b)
+        for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j) c.push_back(colmajor[static_cast<std::size_t>(b) * m * n + i + j * m]);
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr) << path;
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fwrite(c.data(), sizeof(double), c.size(), f);
+    std::fclose(f);
+}
+
+/// A batch of count m x n matrices, packed (ld = m, stride m * n), uniform or SPD.
+std::vector<double> packed_batch(int count, int m, int n, bool spd, std::uint64_t seed) {
+    std::vector<double> a(static_cast<std::size_t>(count) * m * n);
+    for (int b = 0; b < count; ++b) {
+        double* p = a.data() + static_cast<std::size_t>(b) * m * n;
+        if (spd)
+            matgen::spd(n, seed + 31ULL * b, p, m);
+        else
+            matgen::uniform(m, n, seed + 31ULL * b, p, m);
+    }
+    return a;
+}
+
+class BatchedCliFiles : public SeededTest {
+protected:
+    void SetUp() override { openblas_set_num_threads(1); }
+    std::string file(const std::string& name) const { return dir_.path() + "/" + name; }
+    TempDir dir_;
+};
+
+TEST_F(BatchedCliFiles, EveryOperationWritesWhatTheHostApiComputesOnTheSameData) {
+    const int count = 9, n = 7, m = 11, nrhs = 3;
+    for (const char* op : {"getrf", "potrf", "geqrf", "getrs", "potrs", "gels"}) {
+        SCOPED_TRACE(op);
+        const std::string o(op);
+        const bool qr = o == "geqrf" || o == "gels", solve = o == "getrs" || o == "potrs" || o == "gels";
+        const int rows = qr ? m : n;
+        std::vector<double> A = packed_batch(count, rows, n, o == "potrf" || o == "potrs", seed());
+        std::vector<double> B = packed_batch(count, rows, nrhs, false, seed() + 1);
+        // C order for half of the operations (as np.save writes), Fortran order (io's) for the others.
+        const bool c_order = o == "getrf" || o == "geqrf" || o == "potrs";
+        if (c_order) {
+            write_c_order(file("A.npy"), count, rows, n, A);
+            write_c_order(file("B.npy"), count, rows, nrhs, B);
+        } else {
+            io::write_npy_batch(file("A.npy"), count, rows, n, A.data());
+            io::write_npy_batch(file("B.npy"), count, rows, nrhs, B.data());
+        }
+        std::vector<std::string> args = {"batched", "--op",     op,     "--input", file("A.npy"), "--output",
+                                         file("X.npy"), "--check", "--format", "json", "--slices", "3"};
+        if (solve) args.insert(args.end(), {"--rhs", file("B.npy")});
+        if (o == "potrf") args.insert(args.end(), {"--uplo", "upper"});
+        const auto r = cli::run(args, {"STARPU_NCPU=2"});
+        ASSERT_EQ(r.code, 0) << cli::command_line(args) << "\n" << r.describe();
+        EXPECT_NE(r.out.find("\"residual\""), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("\"failure\""), std::string::npos) << r.out;
+
+        // The host API on the same matrices: CPU workers run the same LAPACKE calls, so the bits agree.
+        std::vector<int> ipiv(count * n), info(count);
+        std::vector<double> tau(count * n);
+        const long long sA = static_cast<long long>(rows) * n, sB = static_cast<long long>(rows) * nrhs;
+        if (o == "getrf" || o == "getrs") bt::getrf(n, A.data(), n, sA, ipiv.data(), info.data(), count);
+        if (o == "potrf") bt::potrf(bt::Uplo::upper, n, A.data(), n, sA, info.data(), count);
+        if (o == "potrs") bt::potrf(bt::Uplo::lower, n, A.data(), n, sA, info.data(), count);
+        if (o == "geqrf") bt::geqrf(m, n, A.data(), m, sA, tau.data(), count);
+        if (o == "getrs") bt::getrs(n, nrhs, A.data(), n, sA, ipiv.data(), B.data(), n, sB, count);
+        if (o == "potrs") bt::potrs(bt::Uplo::lower, n, nrhs, A.data(), n, sA, B.data(), n, sB, count);
+        if (o == "gels") bt::gels(m, n, nrhs, A.data(), m, sA, tau.data(), B.data(), m, sB, info.data(), count);
+        EXPECT_EQ(info, std::vector<int>(count, 0));
+        const auto X = io::read_npy<double>(file("X.npy"));
+        EXPECT_EQ(X.ndim, 3);
+        EXPECT_EQ(X.count, count);
+        if (!solve) {
+            EXPECT_EQ(X.m, rows);
+            EXPECT_EQ(X.n, n);
+            EXPECT_EQ(X.data, A);
+        } else {
+            EXPECT_EQ(X.m, n);
+            EXPECT_EQ(X.n, nrhs);
+            std::vector<double> expect;  // the first n rows of each B
+            for (int b = 0; b < count; ++b)
+                for (int j = 0; j < nrhs; ++j)
+                    for (int i = 0; i < n; ++i) expect.push_back(B[b * sB + i + static_cast<long long>(j) * rows]);
+            EXPECT_EQ(X.data, expect);
+        }
+        std::filesystem::remove(file("X.npy"));
+    }
+}
+
+TEST_F(BatchedCliFiles, ATwoDimensionalFileIsABatchOfOne) {
+    std::vector<double> A = packed_batch(1, 6, 6, true, seed());
+    io::write_npy(file("S.npy"), 6, 6, A.data(), 6);
+    const auto r = cli::run({"batched", "--op", "potrf", "--input", file("S.npy"), "--output", file("L.npy"), "--check"},
+                            {"STARPU_NCPU=1"});
+    ASSERT_EQ(r.code, 0) << r.describe();
+    std::vector<int> info(1);
+    bt::potrf(bt::Uplo::lower, 6, A.data(), 6, 36, info.data(), 1);
+    const auto L = io::read_npy<double>(file("L.npy"));
+    EXPECT_EQ(L.ndim, 3);
+    EXPECT_EQ(L.count, 1);
+    EXPECT_EQ(L.data, A);
+}
+
+TEST_F(BatchedCliFiles, PlantedFailuresAreEachReportedWithTheirInfo) {
+    const int count = 12, n = 6;
+    std::vector<double> A = packed_batch(count, n, n, false, seed());
+    std::vector<double> S = packed_batch(count, n, n, true, seed() + 1);
+    for (int i = 0; i < n; ++i) {
+        A[3 * n * n + i + 2 * n] = 0.0;            // matrix 3: zero column 3, U(3,3) = 0
+        A[(count - 1) * n * n + i + (n - 1) * n] = 0.0;  // the last: zero last column
+    }
+    matgen::spd_failing_at(n, 4, seed() + 2, S.data() + count / 2 * n * n, n);
+    io::write_npy_batch(file("A.npy"), count, n, n, A.data());
+    io::write_npy_batch(file("S.npy"), count, n, n, S.data());
+    {
+        const auto r = cli::run({"batched", "--op", "getrf", "--input", file("A.npy"), "--output", file("F.npy"),
+                                 "--format", "json"},
+                                {"STARPU_NCPU=2"});
+        EXPECT_EQ(r.code, 1) << r.describe();
+        EXPECT_NE(r.out.find(R"({"record":"failure","op":"getrf","index":3,"info":3})"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find(R"({"record":"failure","op":"getrf","index":11,"info":6})"), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find(R"("index":0,)"), std::string::npos) << r.out;
+        EXPECT_TRUE(std::filesystem::exists(file("F.npy")));  // the others' factors are still written
+    }
+    {
+        const auto r = cli::run({"batched", "--op", "potrf", "--input", file("S.npy"), "--check"}, {"STARPU_NCPU=2"});
+        EXPECT_EQ(r.code, 1) << r.describe();
+        EXPECT_NE(r.out.find("# failure: matrix 6 info 4"), std::string::npos) << r.out;
+    }
+}
+
+TEST_F(BatchedCliFiles, BadFilesExitTwoNamingTheFileAndWriteNothing) {
+    const int count = 4, n = 5;
+    std::vector<double> S = packed_batch(count, n, n, true, seed());
+    io::write_npy_batch(file("S.npy"), count, n, n, S.data());
+    io::write_npy_batch(file("T.npy"), count, n + 2, n, packed_batch(count, n + 2, n, false, seed()).data());
+    io::write_npy_batch(file("B.npy"), count, n, 2, packed_batch(count, n, 2, false, seed()).data());
+    io::write_npy_batch(file("B3.npy"), 3, n, 2, packed_batch(3, n, 2, false, seed()).data());
+    io::write_npy_batch(file("Brows.npy"), count, n + 1, 2, packed_batch(count, n + 1, 2, false, seed()).data());
+    io::write_npy(file("v.npy"), n, 1, S.data(), n);
+    {
+        // A 1-D file: write_npy gives (n, 1); rewrite the header's shape as (5,) with the same length.
+        std::string text = cli::slurp(file("v.npy"));
+        const std::size_t at = text.find("(5, 1)");
+        ASSERT_NE(at, std::string::npos);
+        text.replace(at, 6, "(5,)  ");
+        std::FILE* f = std::fopen(file("v.npy").c_str(), "wb");
+        std::fwrite(text.data(), 1, text.size(), f);
+        std::fclose(f);
+    }
+    std::string full = cli::slurp(file("S.npy"));
+    {
+        std::FILE* f = std::fopen(file("cut.npy").c_str(), "wb");
+        std::fwrite(full.data(), 1, full.size() - 8, f);
+        std::fclose(f);
+        std::string i4 = full;
+        i4.replace(i4.find("<f8"), 3, "<i8");
+        f = std::fopen(file("int.npy").c_str(), "wb");
+        std::fwrite(i4.data(), 1, i4.size(), f);
+        std::fclose(f);
+    }
+    struct Case {
+        std::vector<std::string> args;
+        std::string option, named;
+    };
+    const std::string out = file("out.npy");
+    const std::vector<Case> cases = {
+        {{"--op", "potrf", "--input", file("cut.npy")}, "--input", "truncated"},
+        {{"--op", "potrf", "--input", file("int.npy")}, "--input", "dtype"},
+        {{"--op", "potrf", "--input", file("T.npy")}, "--input", "not square"},
+        {{"--op", "getrf", "--input", file("v.npy")}, "--input", "1-D"},
+        {{"--op", "getrf", "--input", file("missing.npy")}, "--input", "missing.npy"},
+        {{"--op", "potrs", "--input", file("S.npy"), "--rhs", file("B3.npy")}, "--rhs", "B3.npy"},
+        {{"--op", "getrs", "--input", file("S.npy"), "--rhs", file("Brows.npy")}, "--rhs", "Brows.npy"},
+        {{"--op", "gels", "--input", file("S.npy"), "--rhs", file("cut.npy")}, "--rhs", "truncated"},
+        {{"--op", "getrs", "--input", file("S.npy")}, "--rhs", "--rhs FILE"},
+        {{"--op", "potrf", "--input", file("S.npy"), "--rhs", file("B.npy")}, "--rhs", "B.npy"},
+        {{"--op", "potrf", "--input", file("S.npy"), "-n", "5"}, "-n", "S.npy"},
+        {{"--op", "potrf", "--rhs", file("B.npy")}, "--rhs", "B.npy"},
+        {{"--op", "potrf", "--input", file("S.npy"), "--output", file("out.mtx")}, "--output", ".npy"},
+        {{"--op", "potrf", "--input", file("S.npy"), "--output", file("no/such/dir/out.npy")}, "--output", "no/such"},
+    };
+    for (const Case& c : cases) {
+        std::vector<std::string> args = {"batched"};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        if (std::find(args.begin(), args.end(), "--output") == args.end()) args.insert(args.end(), {"--output", out});
+        const auto r = cli::run(args);
+        EXPECT_EQ(r.code, 2) << cli::command_line(args) << "\n" << r.describe();
+        EXPECT_NE(r.err.find("'" + c.option + "'"), std::string::npos) << cli::command_line(args) << "\n" << r.err;
+        EXPECT_NE(r.err.find(c.named), std::string::npos) << cli::command_line(args) << "\n" << r.err;
+        EXPECT_TRUE(r.home_untouched) << cli::command_line(args) << ": StarPU started";
+        EXPECT_FALSE(std::filesystem::exists(out)) << cli::command_line(args);
+        EXPECT_FALSE(std::filesystem::exists(file("out.mtx"))) << cli::command_line(args);
+    }
+    // Nothing but the inputs in the directory: no temporary file left behind either.
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path())) files += e.is_regular_file();
+    EXPECT_EQ(files, 8);
+}
+
+TEST_F(BatchedCliFiles, VariableSizesPassTheirChecks) {
+    for (const std::string sizes : {"uniform:40", "skewed:120"})
+        for (const char* op : {"potrf", "potrs"}) {
+            const std::vector<std::string> args = {"batched", "--op",     op,     "--sizes", sizes,  "--count",
+                                                   "150",     "--nrhs",   "2",    "--check", "--format", "json",
+                                                   "--uplo",  "upper",    "--prec", "s"};
+            const auto r = cli::run(args);
+            ASSERT_EQ(r.code, 0) << cli::command_line(args) << "\n" << r.describe();
+            bool found = false;
+            std::istringstream lines(r.out);
+            for (std::string line; std::getline(lines, line);) {
+                const auto j = nlohmann::json::parse(line);
+                if (j.value("record", "") != "result") continue;
+                found = true;
+                EXPECT_EQ(j.at("count"), 150);
+                EXPECT_EQ(j.at("failed"), 0);
+                EXPECT_LT(j.at("residual").get<double>(), 30.0);
+                EXPECT_LE(j.at("nmax").get<int>(), std::stoi(sizes.substr(sizes.find(':') + 1)));
+            }
+            EXPECT_TRUE(found) << r.out;
+        }
+    // Orders from a file, 0 and 1 included: the count is the file's.
+    {
+        std::FILE* f = std::fopen(file("sizes.txt").c_str(), "w");
+        std::fputs("3\n0\n1\n\n33\n17\n", f);
+        std::fclose(f);
+        const auto r = cli::run({"batched", "--op", "potrs", "--sizes", "file:" + file("sizes.txt"), "--check",
+                                 "--format", "json"});
+        ASSERT_EQ(r.code, 0) << r.describe();
+        EXPECT_NE(r.out.find(R"("count":5)"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find(R"("nmax":33)"), std::string::npos) << r.out;
+    }
+    // Bad --sizes values: exit 2 naming the option, StarPU never started.
+    std::FILE* f = std::fopen(file("bad.txt").c_str(), "w");
+    std::fputs("4\n-2\n", f);
+    std::fclose(f);
+    const std::vector<std::vector<std::string>> bad = {
+        {"--op", "potrf", "--sizes", "uniform:0"},
+        {"--op", "potrf", "--sizes", "normal:10"},
+        {"--op", "potrf", "--sizes", "file:" + file("bad.txt")},
+        {"--op", "potrf", "--sizes", "file:" + file("none.txt")},
+        {"--op", "getrf", "--sizes", "uniform:10"},
+        {"--op", "potrf", "--sizes", "uniform:10", "-n", "4"},
+    };
+    for (const auto& extra : bad) {
+        std::vector<std::string> args = {"batched"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = cli::run(args);
+        EXPECT_EQ(r.code, 2) << cli::command_line(args) << "\n" << r.describe();
+        EXPECT_TRUE(r.err.find("--sizes") != std::string::npos || r.err.find("'-n'") != std::string::npos)
+            << cli::command_line(args) << "\n" << r.err;
+        EXPECT_TRUE(r.home_untouched);
+    }
 }
 
 }  // namespace
