@@ -5,6 +5,7 @@
 #include <starpu.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -35,11 +36,13 @@ namespace {
 using detail::Op;
 
 /// What every task of a call shares. `nominal` is the largest slice of the call, so that the
-/// slices of one call (which differ by at most one matrix) share one performance-model entry.
+/// slices of one call (which differ by at most one matrix) share one performance-model entry;
+/// `flops_per_matrix` gives the regression its size.
 struct Args {
     int m, n, nrhs, lda, ldb;
     Uplo uplo;
     int nominal;
+    double flops_per_matrix;
 };
 
 Args unpack(const void* cl_arg) {
@@ -56,6 +59,15 @@ std::uint32_t footprint(starpu_task* task) {
     h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.nrhs), h);
     h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.uplo == Uplo::upper), h);
     return starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.nominal), h);
+}
+
+/// The regression's size: the flops of a nominal slice (the flops of one matrix, LAPACK's
+/// counts, times the slice's matrices), so one curve a * flops^b + c covers every shape and
+/// slice size of an operation. Equal for every task of one footprint.
+size_t regression_size(starpu_task* task, unsigned) {
+    const Args a = unpack(task->cl_arg);
+    const double flops = a.flops_per_matrix * a.nominal;
+    return flops < 1 ? 1 : static_cast<size_t>(std::llround(flops));
 }
 
 /// One buffer of a task: a slice of matrices (columns of a StarPU matrix of nx = one matrix's
@@ -321,17 +333,21 @@ std::vector<starpu_data_access_mode> modes(Op op) {
     return {};
 }
 
-/// A batched codelet with its history-based model "starfact_batched_<op>_<s|d>", keyed by the
-/// problem's shape and the slice size (footprint above).
+/// A batched codelet with its model "starfact_batched_<op>_<s|d>": StarPU's non-linear regression
+/// model, which in StarPU 1.3 also keeps the per-footprint history (shape and slice size, footprint
+/// above). Once fitted, the curve a * size^b + c (size: regression_size) predicts every slice whose
+/// size lies within the measured range, seen or not; outside it, the footprint's history predicts
+/// (see docs/perfmodels.md).
 class BatchedCodelet {
 public:
     BatchedCodelet(Op op, char precision, Kernels k)
         : name_(fmt::format("batched_{}", detail::op_name(op))),
           symbol_(fmt::format("starfact_{}_{}", name_, precision)),
           task_name_(fmt::format("{}_{}", name_, precision)) {
-        model_.type = STARPU_HISTORY_BASED;
+        model_.type = STARPU_NL_REGRESSION_BASED;
         model_.symbol = symbol_.c_str();
         model_.footprint = footprint;
+        model_.size_base = regression_size;
         cl_.where = STARPU_CPU;
         cl_.cpu_funcs[0] = k.cpu;
         cl_.cpu_funcs_name[0] = name_.c_str();
@@ -520,7 +536,7 @@ void run_tasks(Op op, const detail::Problem& p, const tasks::TaskOptions& opt, c
     {
         std::vector<std::unique_ptr<SliceHandles>> handles;
         for (const Array& a : arrays) handles.push_back(std::make_unique<SliceHandles>(a, plan));
-        const Args args{p.m, p.n, p.nrhs, p.lda, p.ldb, uplo, plan.nominal()};
+        const Args args{p.m, p.n, p.nrhs, p.lda, p.ldb, uplo, plan.nominal(), flops_per_matrix};
         for (int s = 0; s < plan.slices; ++s) {
             std::vector<starpu_data_handle_t> h;
             for (const auto& sh : handles) h.push_back((*sh)[s]);

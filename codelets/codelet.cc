@@ -54,6 +54,9 @@ Codelet::Codelet(const char* name, char precision, std::initializer_list<starpu_
     : symbol_(fmt::format("starfact_{}_{}", name, precision)),
       name_(name),
       task_name_(fmt::format("{}_{}", name, precision)) {
+    // History only, edge tiles included (their own footprints): StarPU 1.3's regression model
+    // would predict the full tiles by its curve too, instead of their exact means
+    // (docs/perfmodels.md, "Edge tiles").
     model_.type = STARPU_HISTORY_BASED;
     model_.symbol = symbol_.c_str();
     model_.footprint = footprint_fn;

@@ -120,20 +120,44 @@ private:
     const Line* current_ = nullptr;
 };
 
+}  // namespace
+
+bool Regression::fitted() const { return !std::isnan(a) && !std::isnan(b) && !std::isnan(c); }
+
+bool Regression::valid(unsigned minimum) const {
+    // StarPU 1.3's VALID_REGRESSION: more than 10% spread of sizes and enough samples.
+    return fitted() && minx < (9 * maxx) / 10 && nsample >= minimum;
+}
+
+double Regression::predict_us(double size) const { return a * std::pow(size, b) + c; }
+
+bool Regression::predicts(double size) const {
+    return size >= 0.9 * static_cast<double>(minx) && size <= 1.1 * static_cast<double>(maxx);
+}
+
+namespace {
+
 std::string arch_label(int type, int devid) {
     if (type == 0) return "cpu";
     if (type == 1) return fmt::format("cuda{}", devid);
     return fmt::format("type{}.{}", type, devid);
 }
 
-void read_regression(Reader& r) {
+void read_regression(Reader& r, ArchModel& a) {
     const auto lin = r.next("the linear regression line");
     if (lin.size() != 9) r.fail_here(fmt::format("the linear regression line has {} values, not 9", lin.size()));
     for (int i = 0; i < 6; ++i) r.real(lin[i], "a regression value");
-    for (int i = 6; i < 9; ++i) r.integer(lin[i], "a regression count");
+    long counts[3];
+    for (int i = 6; i < 9; ++i) counts[i - 6] = r.integer(lin[i], "a regression count");
+    if (counts[0] < 0 || counts[1] < 0 || counts[2] < 0) r.fail_here("a regression count is negative");
+    a.regression.nsample = static_cast<unsigned>(counts[0]);
+    a.regression.minx = static_cast<unsigned long>(counts[1]);
+    a.regression.maxx = static_cast<unsigned long>(counts[2]);
     const auto nl = r.next("the non-linear regression line");
     if (nl.size() != 3) r.fail_here(fmt::format("the non-linear regression line has {} values, not 3", nl.size()));
-    for (const auto& t : nl) r.real(t, "a regression value");
+    a.regression.a = r.real(nl[0], "a regression value");
+    a.regression.b = r.real(nl[1], "a regression value");
+    a.regression.c = r.real(nl[2], "a regression value");
     const auto ml = r.next("the multiple-regression coefficients");
     const long ncoeff = r.integer(ml[0], "the number of coefficients");
     if (ncoeff < 0 || static_cast<std::size_t>(ncoeff) + 1 != ml.size())
@@ -237,7 +261,7 @@ ModelFile parse_model_file(const std::string& path) {
             a.impl = static_cast<int>(impl);
             a.arch = impl == 0 ? arch : fmt::format("{}/impl{}", arch, impl);
             const long nentries = r.count("the number of entries", 0, 1L << 24);
-            read_regression(r);
+            read_regression(r, a);
             for (long e = 0; e < nentries; ++e) a.entries.push_back(read_entry(r));
             m.archs.push_back(std::move(a));
         }
@@ -471,6 +495,8 @@ Report analyse(const std::vector<ModelFile>& files, const std::vector<Sample>& s
                 r.nsample = e.nsample;
                 r.mean_us = e.mean_us;
                 r.rel_dev = e.mean_us > 0 ? e.deviation_us / e.mean_us : 0.0;
+                r.by_regression = e.nsample < minimum && a.regression.valid(minimum) &&
+                                  a.regression.predicts(static_cast<double>(e.size));
             }
     std::map<Key, std::vector<const Sample*>> groups;
     for (const Sample& s : samples) groups[Key{s.symbol, s.arch, s.footprint}].push_back(&s);

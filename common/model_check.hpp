@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,31 @@ struct Entry {
     unsigned nsample = 0;
 };
 
+/// StarPU's regression of one architecture: the sample count and the range of sizes (the
+/// model's size_base, else the data size in bytes) of the linear one's sums, and the non-linear
+/// time_us = a * size^b + c that StarPU fits from the history entries (one point per footprint)
+/// when it writes the file (NaN when it did not: a history-based model, or too few points).
+struct Regression {
+    unsigned nsample = 0;
+    unsigned long minx = 0, maxx = 0;
+    double a = std::numeric_limits<double>::quiet_NaN(), b = a, c = a;
+    bool fitted() const;
+    /// Whether StarPU 1.3 predicts with it (its nl_valid): fitted, at least `minimum` samples and
+    /// sizes spread by more than 10%. It then predicts every size in [0.9 minx, 1.1 maxx] (even one
+    /// with a history entry) and falls back to the footprint's history elsewhere.
+    bool valid(unsigned minimum) const;
+    double predict_us(double size) const;
+    /// Whether `size` lies in [0.9 minx, 1.1 maxx], where StarPU predicts with the curve.
+    bool predicts(double size) const;
+};
+
 /// The history of one architecture (StarPU's "combination", here one device) and implementation.
 struct ArchModel {
     int type = -1;  ///< StarPU's worker type: 0 CPU, 1 CUDA
     int devid = 0, ncores = 0, ndevices = 1;
     int impl = 0;
     std::vector<Entry> entries;
+    Regression regression;
     /// "cpu", "cuda<devid>" or "type<t>.<devid>" (several devices: joined with '+').
     std::string arch;
 };
@@ -128,7 +148,10 @@ struct ReportRow {
     int tasks = 0;                    ///< tasks measured in this run
     int fallback = 0;                 ///< of those, placed without a calibrated model
     double median_us = 0;             ///< median of this run's samples (0 when none)
-    bool calibrated() const { return nsample >= minimum && nsample > 0; }
+    /// Under the minimum, but StarPU predicts it with its model's regression (valid, and the
+    /// entry's size within the range it predicts): the batched models for slice sizes it fitted.
+    bool by_regression = false;
+    bool calibrated() const { return (nsample >= minimum && nsample > 0) || by_regression; }
 };
 
 struct Report {

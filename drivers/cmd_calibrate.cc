@@ -1,8 +1,9 @@
-// `starfact calibrate`: runs the tile factorizations on small matrices, one kind of worker at a
-// time, until every performance model they use has STARPU_CALIBRATE_MINIMUM samples on every
-// kind of worker, then prints a convergence report read from the model files and the measured
-// tasks (samples against the minimum, mean, deviation, tasks placed without a calibrated model,
-// workers that disagree, outlier samples).
+// `starfact calibrate`: runs the tile factorizations on small matrices and the batched
+// operations on small batches, one kind of worker at a time, until every performance model they
+// use has STARPU_CALIBRATE_MINIMUM samples on every kind of worker, then prints a convergence
+// report read from the model files and the measured tasks (samples against the minimum, mean,
+// deviation, tasks placed without a calibrated model, workers that disagree, outlier samples,
+// and the batched models' regressions).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "batched/batched.hpp"
 #include "codelets/codelets.hpp"
 #include "codelets/trace.hpp"
 #include "common/error.hpp"
@@ -34,6 +36,8 @@ namespace {
 
 struct CalibrateOptions {
     std::vector<int> nbs;  ///< empty: 128,256 on CPUs only, 1024,2048,4096 with a GPU
+    std::vector<int> batch_ns = {16, 32, 64};  ///< matrix orders of the batched operations
+    int batch_count = 64;
     std::vector<std::string> ops = {"potrf", "getrf", "geqrf"};
     std::string prec = "d";
     std::string home;
@@ -50,9 +54,65 @@ struct CalibrateOptions {
 /// variant follow the factorization subcommands' defaults, so that the calibrated footprints
 /// (which include the shapes of the L and T factor tiles) are the ones those runs use.
 struct Setup {
-    int nb, ib;
+    int nb, ib;  ///< batched operations: nb is the matrices' order
     bool trtri;
+    int count;  ///< batched operations: matrices per batch
 };
+
+enum class BatchedKind { getrf, getrs, potrf, potrs, geqrf, gels };
+
+/// One calibration run of a batched operation through batched::tasks: a batch of s.count
+/// matrices of order s.nb (one right-hand side for the solves, which factor first), run once cut
+/// into slices of one matrix, once into slices of about count/4 and once as one slice, so that
+/// every shape gets three footprints and the regression a spread of sizes to fit.
+template <class T>
+void run_batched(BatchedKind kind, const Setup& s) {
+    const int n = s.nb, count = s.count;
+    const long long stride = static_cast<long long>(n) * n;
+    const bool spd = kind == BatchedKind::potrf || kind == BatchedKind::potrs;
+    std::vector<T> A0(static_cast<std::size_t>(stride * count)), B0(static_cast<std::size_t>(n) * count);
+    for (int b = 0; b < count; ++b) {
+        T* Ab = A0.data() + stride * b;
+        if (spd)
+            matgen::spd(n, static_cast<std::uint64_t>(b) + 1, Ab, n);
+        else
+            matgen::uniform(n, n, static_cast<std::uint64_t>(b) + 1, Ab, n);
+    }
+    matgen::uniform(n, count, 7, B0.data(), n);
+    std::vector<T> tau(static_cast<std::size_t>(n) * count);
+    std::vector<int> ipiv(static_cast<std::size_t>(n) * count), info(static_cast<std::size_t>(count));
+    std::vector<int> slicings = {count};
+    for (int sl : {std::max(1, count / 4), 1})
+        if (sl != slicings.back()) slicings.push_back(sl);
+    namespace bt = batched::tasks;
+    for (int slices : slicings) {
+        std::vector<T> A = A0, B = B0;
+        bt::TaskOptions opt;
+        opt.slices = slices;
+        switch (kind) {
+            case BatchedKind::getrf:
+                bt::getrf<T>(n, A.data(), n, stride, ipiv.data(), info.data(), count, opt);
+                break;
+            case BatchedKind::getrs:
+                bt::getrf<T>(n, A.data(), n, stride, ipiv.data(), info.data(), count, opt);
+                bt::getrs<T>(n, 1, A.data(), n, stride, ipiv.data(), B.data(), n, n, count, opt);
+                break;
+            case BatchedKind::potrf:
+                bt::potrf<T>(batched::Uplo::lower, n, A.data(), n, stride, info.data(), count, opt);
+                break;
+            case BatchedKind::potrs:
+                bt::potrf<T>(batched::Uplo::lower, n, A.data(), n, stride, info.data(), count, opt);
+                bt::potrs<T>(batched::Uplo::lower, n, 1, A.data(), n, stride, B.data(), n, n, count, opt);
+                break;
+            case BatchedKind::geqrf:
+                bt::geqrf<T>(n, n, A.data(), n, stride, tau.data(), count, opt);
+                break;
+            case BatchedKind::gels:
+                bt::gels<T>(n, n, 1, A.data(), n, stride, tau.data(), B.data(), n, n, info.data(), count, opt);
+                break;
+        }
+    }
+}
 
 /// An operation calibrate can run: its name and one run on an n x n matrix `A` (column-major,
 /// generated once per size). Another module's codelets are calibrated by adding one entry to
@@ -63,7 +123,13 @@ struct Operation {
     const char* name;
     bool spd;  ///< the matrix must be SPD (else uniform random)
     std::function<void(const std::vector<T>& A, int n, const Setup& s)> run;
+    bool batched = false;  ///< runs batches of order nb built by itself (A is empty)
 };
+
+template <class T>
+Operation<T> batched_operation(const char* name, BatchedKind kind) {
+    return {name, false, [kind](const std::vector<T>&, int, const Setup& s) { run_batched<T>(kind, s); }, true};
+}
 
 template <class T>
 std::vector<Operation<T>> operations() {
@@ -88,6 +154,12 @@ std::vector<Operation<T>> operations() {
              QrFactors<T> F(tA, s.ib);
              geqrf(tA, F);
          }},
+        batched_operation<T>("batched-getrf", BatchedKind::getrf),
+        batched_operation<T>("batched-getrs", BatchedKind::getrs),
+        batched_operation<T>("batched-potrf", BatchedKind::potrf),
+        batched_operation<T>("batched-potrs", BatchedKind::potrs),
+        batched_operation<T>("batched-geqrf", BatchedKind::geqrf),
+        batched_operation<T>("batched-gels", BatchedKind::gels),
     };
 }
 
@@ -100,6 +172,29 @@ unsigned calibration_minimum() {
     const char* m = std::getenv("STARPU_CALIBRATE_MINIMUM");
     const int v = m != nullptr ? std::atoi(m) : 0;
     return v > 0 ? static_cast<unsigned>(v) : 10u;  // StarPU's default
+}
+
+/// One line per regression model and architecture (the batched models): the fitted curve and
+/// whether StarPU predicts with it, or why not.
+void print_regressions(const std::vector<models::ModelFile>& files) {
+    const unsigned minimum = calibration_minimum();
+    for (const models::ModelFile& f : files)
+        for (const models::ArchModel& a : f.archs) {
+            const models::Regression& r = a.regression;
+            if (r.nsample == 0) continue;  // a history-based model
+            const std::string range = fmt::format("sizes {} to {} flops, {} samples", r.minx, r.maxx, r.nsample);
+            if (r.valid(minimum))
+                fmt::print(stderr, "starfact: calibrate: regression {} {}: time_us = {:.4g} * size^{:.4g} + {:.4g} ({}; "
+                           "predicts sizes {:.0f} to {:.0f})\n",
+                           f.symbol, a.arch, r.a, r.b, r.c, range, 0.9 * static_cast<double>(r.minx),
+                           1.1 * static_cast<double>(r.maxx));
+            else
+                fmt::print(stderr, "starfact: calibrate: regression {} {}: not used ({}; {})\n", f.symbol, a.arch, range,
+                           !r.fitted() ? "StarPU's fit gave NaN (too few footprints, or its search for c failed); "
+                                         "the footprints' history predicts"
+                           : r.nsample < minimum ? "fewer samples than the minimum"
+                                                 : "sizes spread by less than 10%");
+        }
 }
 
 /// Prints the report and returns the number of targeted rows (measured in this run, or every
@@ -124,8 +219,9 @@ int print_report(const CalibrateOptions& o, const std::vector<models::ModelFile>
         out.row({{"model", r.symbol}, {"arch", r.arch}, {"footprint", fmt::format("{:08x}", r.footprint)},
                  {"size", r.size}, {"samples", r.nsample}, {"minimum", r.minimum}, {"mean_us", r.mean_us},
                  {"rel_dev", r.rel_dev}, {"median_us", r.tasks > 0 ? nlohmann::ordered_json(r.median_us) : nullptr},
-                 {"tasks", r.tasks}, {"fallback", r.fallback}, {"status", ok ? "ok" : targeted ? "UNDER" : "under"}});
+                 {"tasks", r.tasks}, {"fallback", r.fallback}, {"status", !ok ? (targeted ? "UNDER" : "under") : r.by_regression ? "regression" : "ok"}});
     }
+    print_regressions(files);
     for (const std::string& w : rep.warnings) fmt::print(stderr, "starfact: warning: {}\n", w);
     if (!rep.warnings.empty())
         fmt::print(stderr, "starfact: note: StarPU drops a sample more than 50% off a model's mean (STARPU_HISTORY_MAX_ERROR)"
@@ -177,6 +273,10 @@ int calibrate(const CalibrateOptions& o) {
         config["nb"] = nb_text;
         config["ops"] = op_text;
         config["tiles"] = o.tiles;
+        std::string batch_text;
+        for (int n : o.batch_ns) batch_text += (batch_text.empty() ? "" : ",") + std::to_string(n);
+        config["batch_n"] = batch_text;
+        config["batch_count"] = o.batch_count;
         config["minimum"] = calibration_minimum();
         Reporter(parse_format(o.format), {}).header(config);
 
@@ -195,10 +295,16 @@ int calibrate(const CalibrateOptions& o) {
         for (const std::string& name : o.ops) {
             const auto it = std::find_if(ops.begin(), ops.end(), [&](const Operation<T>& op) { return name == op.name; });
             for (int nb : nbs) {
+                if (it->batched) continue;
                 const int ib = o.ib > 0 ? std::min(o.ib, nb) : rt.ncuda() > 0 ? std::min(nb, 512) : std::min(nb, 32);
                 const bool trtri = o.trtri == "on" || (o.trtri == "auto" && rt.ncuda() > 0);
-                for (const auto& [kind, kind_name] : kinds) jobs.push_back({&*it, {nb, ib, trtri}, kind, kind_name, {}, false});
+                for (const auto& [kind, kind_name] : kinds)
+                    jobs.push_back({&*it, {nb, ib, trtri, 0}, kind, kind_name, {}, false});
             }
+            if (it->batched)
+                for (int n : o.batch_ns)
+                    for (const auto& [kind, kind_name] : kinds)
+                        jobs.push_back({&*it, {n, 0, false, o.batch_count}, kind, kind_name, {}, false});
         }
         std::map<std::pair<bool, int>, std::vector<T>> matrices;  // (spd, n) -> A
         std::map<Key, bool> calibrated;
@@ -207,8 +313,8 @@ int calibrate(const CalibrateOptions& o) {
             for (Job& job : jobs) {
                 if (job.done) continue;
                 const int n = job.setup.nb * o.tiles;
-                std::vector<T>& A = matrices[{job.op->spd, n}];
-                if (A.empty()) {
+                std::vector<T>& A = matrices[{job.op->spd, job.op->batched ? 0 : n}];
+                if (A.empty() && !job.op->batched) {
                     A.resize(static_cast<std::size_t>(n) * n);
                     if (job.op->spd)
                         matgen::spd(n, 1, A.data(), n);
@@ -256,15 +362,16 @@ int run_calibrate(const CalibrateOptions& o) {
 void add_calibrate_command(CLI::App& app, Run& run) {
     auto o = std::make_shared<CalibrateOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "calibrate", "Calibrate the performance models: run the tile kernels on every kind of worker until every model\n"
-                     "has STARPU_CALIBRATE_MINIMUM samples, then report their convergence");
+        "calibrate", "Calibrate the performance models: run the tile and batched kernels on every kind of worker until\n"
+                     "every model has STARPU_CALIBRATE_MINIMUM samples, then report their convergence");
     const CLI::Range positive(1, std::numeric_limits<int>::max());
     cmd->add_option("--nb", o->nbs, "Tile sizes, comma separated (default: 128,256 on CPUs, 1024,2048,4096 with a GPU)")
         ->delimiter(',')
         ->check(positive);
     std::vector<std::string> names;
     for (const Operation<double>& op : operations<double>()) names.emplace_back(op.name);
-    cmd->add_option("--ops", o->ops, "Operations whose kernels to calibrate, comma separated")
+    cmd->add_option("--ops", o->ops, "Operations whose kernels to calibrate, comma separated: tile potrf, getrf, geqrf; batched-getrf,\n"
+                    "batched-getrs, batched-potrf, batched-potrs, batched-geqrf, batched-gels")
         ->delimiter(',')
         ->check(CLI::IsMember(names))
         ->capture_default_str();
@@ -285,6 +392,14 @@ void add_calibrate_command(CLI::App& app, Run& run) {
     cmd->add_option("--tiles", o->tiles, "Tile rows and columns of the matrices run")
         ->check(CLI::Range(2, 64))
         ->capture_default_str();
+    cmd->add_option("--batch-n", o->batch_ns, "Matrix orders of the batched operations, comma separated")
+        ->delimiter(',')
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    cmd->add_option("--batch-count", o->batch_count,
+                    "Matrices per batch of the batched operations (run as slices of 1, count/4 and count matrices)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
     cmd->add_option("--max-rounds", o->max_rounds, "Give up after this many rounds")->check(positive)->capture_default_str();
     cmd->add_flag("--report-only", o->report_only, "Only report on the existing model files (StarPU is not started)");
     cmd->add_option("--format", o->format, "Output: table, csv or json (one object per line)")
@@ -295,6 +410,9 @@ void add_calibrate_command(CLI::App& app, Run& run) {
         "workers only and once with the CUDA workers only, under dmda (unless STARPU_SCHED is set), with\n"
         "STARPU_CALIBRATE=1 (STARPU_CALIBRATE=2 is honoured: it starts from empty models). Models are keyed by\n"
         "tile shape: calibrate the nb (and ib) of the runs they are for; edge tiles get their own entries.\n"
+        "The batched-* operations run batches of --batch-count matrices of each --batch-n order through the\n"
+        "batched codelet (the solves with one right-hand side, after factoring); their models are also fitted\n"
+        "as a * flops^b + c, which predicts slice sizes never run (one line per model on stderr).\n"
         "Exit code: the number of (model, arch, footprint) left under the minimum.\n"
         "Example: starfact calibrate --nb 1024,2048 --ops potrf,getrf --prec d --home /tmp/models");
     cmd->callback([&run, o] {

@@ -1,8 +1,14 @@
 // `starfact info`: what StarPU sees on this machine.
+#include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "batched/batched.hpp"
+#include "codelets/codelets.hpp"
+#include "common/model_check.hpp"
 #include "drivers/commands.hpp"
 #include "drivers/session.hpp"
 #ifdef STARFACT_HAVE_CUDA
@@ -19,6 +25,14 @@ void add_info_command(CLI::App& app, Run& run) {
         run = [format]() -> int {
             Runtime rt;
             nlohmann::ordered_json c = runtime_config(rt);
+            // Every model starfact has: the tile codelets' and the batched codelet's.
+            std::vector<std::string> symbols = codelets::perfmodel_symbols();
+            for (const std::string& s : batched::tasks::perfmodel_symbols()) symbols.push_back(s);
+            int present = 0;
+            for (const std::string& s : symbols) present += std::filesystem::exists(models::model_path(s)) ? 1 : 0;
+            c["models"] = fmt::format("{} of {} present for host {} ({} tile, {} batched)", present, symbols.size(),
+                                      models::host_name(), codelets::perfmodel_symbols().size(),
+                                      batched::tasks::perfmodel_symbols().size());
             nlohmann::ordered_json workers = nlohmann::ordered_json::array();
             for (const auto& w : rt.workers()) workers.push_back(fmt::format("{} {}: {}", w.kind, w.id, w.name));
             c["workers"] = workers;

@@ -493,6 +493,130 @@ TEST_F(ModelFiles, TwoCalibrationsAtOnceOnOneHomeBothFinish) {
     expect_calibrated_cholesky(home.path(), 3);
 }
 
+// ---- the batched models and their regression ----------------------------------------------
+
+/// model_text() with StarPU's regression lines set: `n` samples over sizes [minx, maxx] and the
+/// non-linear time_us = a * size^b + c.
+std::string with_regression(std::string text, unsigned n, unsigned long minx, unsigned long maxx, double a, double b,
+                            double c) {
+    const std::string lin = "nan            \tnan            \t0\t0              \t0              \n";
+    const std::string nl = "nan            \tnan            \tnan            \n";
+    text.replace(text.find(lin), lin.size(), fmt::format("nan\tnan\t{}\t{}\t{}\n", n, minx, maxx));
+    text.replace(text.find(nl), nl.size(), fmt::format("{:e}\t{:e}\t{:e}\n", a, b, c));
+    return text;
+}
+
+TEST_F(ModelFiles, ReadsTheRegressionOfABatchedModel) {
+    PlantedHome home;
+    // Entries of sizes 32768 (model_text's): one calibrated, one under the minimum.
+    const std::string path = home.model("starfact_batched_getrf_d");
+    write_file(path, with_regression(model_text({{0x1u, 40, 1, 12}, {0x2u, 40, 1, 2}}), 30, 1000, 100000, 0.5, 0.75, 3));
+    const models::ModelFile m = models::parse_model_file(path);
+    ASSERT_EQ(m.archs.size(), 1u);
+    const models::Regression& r = m.archs[0].regression;
+    EXPECT_EQ(r.nsample, 30u);
+    EXPECT_EQ(r.minx, 1000u);
+    EXPECT_EQ(r.maxx, 100000u);
+    EXPECT_DOUBLE_EQ(r.b, 0.75);
+    EXPECT_TRUE(r.valid(10));
+    EXPECT_FALSE(r.valid(31)) << "fewer samples than the minimum";
+    EXPECT_NEAR(r.predict_us(4096), 0.5 * 512 + 3, 1e-9);
+    EXPECT_TRUE(r.predicts(900) && r.predicts(110000));
+    EXPECT_FALSE(r.predicts(899) || r.predicts(110001));
+    // The entry under the minimum is predicted by the curve: calibrated, by regression.
+    const models::Report rep = models::analyse({m}, {}, 10);
+    ASSERT_EQ(rep.rows.size(), 2u);
+    EXPECT_FALSE(rep.rows[0].by_regression);
+    EXPECT_TRUE(rep.rows[1].by_regression);
+    EXPECT_EQ(rep.uncalibrated(), 0);
+    // Sizes outside the fitted range, or an unfitted curve (NaN), leave it to the history.
+    write_file(path, with_regression(model_text({{0x2u, 40, 1, 2}}), 30, 1000, 2000, 0.5, 0.75, 3));
+    EXPECT_EQ(models::analyse({models::parse_model_file(path)}, {}, 10).uncalibrated(), 1);
+    write_file(path, model_text({{0x2u, 40, 1, 2}}));
+    EXPECT_FALSE(models::parse_model_file(path).archs[0].regression.fitted());
+    // The pre-flight covers the batched models: a truncated one is named.
+    const std::string full = with_regression(model_text({{0x1u, 40, 1, 12}}), 30, 1000, 100000, 0.5, 0.75, 3);
+    write_file(path, full.substr(0, full.size() - 30));
+    const models::PreflightResult pre = models::preflight(false);
+    ASSERT_EQ(pre.errors.size(), 1u);
+    EXPECT_NE(pre.errors[0].find(path), std::string::npos) << pre.errors[0];
+}
+
+TEST_F(ModelFiles, CalibrateCoversTheBatchedOperationsAndTheirRegression) {
+    ScopedStarpuHome home;
+    const Cli r = run_cli({"calibrate", "--ops", "batched-getrf,batched-potrf,batched-geqrf", "--batch-n", "6,12",
+                           "--batch-count", "8", "--min-samples", "3", "--max-rounds", "300", "--format", "csv"},
+                          {"STARPU_HOME=" + home.path(), "STARPU_NCPU=2"});
+    ASSERT_TRUE(r.exited) << describe(r);
+    ASSERT_EQ(r.code, 0) << describe(r);
+    EXPECT_EQ(r.out.find(",UNDER"), std::string::npos) << describe(r);
+    const ScopedEnv env({{"STARPU_HOME", home.path()}});
+    for (const char* op : {"getrf", "potrf", "geqrf"}) {
+        const std::string symbol = fmt::format("starfact_batched_{}_d", op);
+        const std::string path = models::model_path(symbol);
+        ASSERT_TRUE(fs::exists(path)) << path;
+        models::ModelFile m;
+        ASSERT_NO_THROW(m = models::parse_model_file(path)) << path;
+        ASSERT_EQ(m.archs.size(), 1u) << path;
+        const models::ArchModel& cpu = m.archs[0];
+        EXPECT_EQ(cpu.arch, "cpu");
+        // Two orders x slices of 1, 2 and 8 matrices: six footprints, six sizes (flops).
+        std::set<unsigned long> sizes;
+        for (const models::Entry& e : cpu.entries)
+            if (e.nsample >= 3) sizes.insert(e.size);
+        EXPECT_EQ(sizes.size(), 6u) << path;
+        // StarPU's regression saw every kept sample, over the whole range of sizes.
+        EXPECT_GE(cpu.regression.nsample, 18u) << path;
+        ASSERT_FALSE(sizes.empty());
+        EXPECT_LE(cpu.regression.minx, *sizes.begin()) << path;
+        EXPECT_GE(cpu.regression.maxx, *sizes.rbegin()) << path;
+        EXPECT_NE(r.out.find(symbol + ",cpu,"), std::string::npos) << describe(r);
+        // One line for its regression: the curve, or why StarPU does not use it.
+        EXPECT_NE(r.err.find(fmt::format("regression {} cpu: ", symbol)), std::string::npos) << describe(r);
+        if (cpu.regression.fitted()) {
+            EXPECT_TRUE(std::isfinite(cpu.regression.predict_us(static_cast<double>(*sizes.rbegin())))) << path;
+        }
+    }
+    EXPECT_TRUE(models::preflight(true).ok());
+    // `info` counts the batched models with the tile ones.
+    const Cli info = run_cli({"info"}, {"STARPU_HOME=" + home.path()});
+    ASSERT_EQ(info.code, 0) << describe(info);
+    EXPECT_NE(info.out.find("models: 3 of 38 present"), std::string::npos) << describe(info);
+    EXPECT_NE(info.out.find("(26 tile, 12 batched)"), std::string::npos) << describe(info);
+}
+
+// A slice size never run is predicted by the model's curve: with a planted fitted regression
+// and no history, the scheduler places every batched task with a prediction; with an empty
+// home, the first tasks of each footprint go without one.
+TEST_F(ModelFiles, BatchedSlicesOfUnseenSizesArePredictedByTheRegression) {
+    auto fallbacks = [](const std::string& home) {
+        const Cli r = run_cli({"calibrate", "--ops", "batched-getrf", "--batch-n", "8", "--batch-count", "8",
+                               "--max-rounds", "1", "--format", "csv"},
+                              {"STARPU_HOME=" + home, "STARPU_HOSTNAME=plantedhost", "STARPU_NCPU=2"});
+        EXPECT_TRUE(r.exited) << describe(r);
+        int tasks = 0, fallback = 0;
+        std::istringstream in(r.out);
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("starfact_batched_getrf_d,cpu,", 0) != 0) continue;
+            std::vector<std::string> c;
+            std::stringstream cells(line);
+            for (std::string x; std::getline(cells, x, ',');) c.push_back(x);
+            EXPECT_EQ(c.size(), 12u) << line;
+            if (c.size() != 12u) continue;
+            tasks += std::stoi(c[9]);
+            fallback += std::stoi(c[10]);
+        }
+        EXPECT_GT(tasks, 0) << describe(r);
+        return fallback;
+    };
+    PlantedHome planted;
+    write_file(planted.model("starfact_batched_getrf_d"),
+               with_regression(model_text({}), 100, 10, 10000000, 0.01, 1.0, 2.0));
+    EXPECT_EQ(fallbacks(planted.path()), 0);
+    ScopedStarpuHome empty;
+    EXPECT_GT(fallbacks(empty.path()), 0);
+}
+
 // ---- the scheduler study ------------------------------------------------------------------
 
 TEST_F(ModelFiles, SchedStudyRunsEverySchedulerWithAndWithoutModels) {
