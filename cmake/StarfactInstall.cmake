@@ -27,7 +27,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/starfact/starfact.hpp DESTINATION ${
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/common ${PROJECT_SOURCE_DIR}/tile_algorithms
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${PROJECT_SOURCE_DIR}/io/io.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact/io)
-install(FILES ${PROJECT_SOURCE_DIR}/batched/batched.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact/batched)
+install(FILES ${PROJECT_SOURCE_DIR}/batched/batched.hpp ${PROJECT_SOURCE_DIR}/batched/vbatched.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact/batched)
 
 # StarPU is found through pkg-config; the package remembers where this build found it.
 set(STARFACT_STARPU_PKGCONFIG_DIR ${STARPU_PREFIX}/lib/pkgconfig)

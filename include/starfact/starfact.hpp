@@ -18,6 +18,8 @@
 /// - starfact::io (io/io.hpp): dense matrices from and to .npy and Matrix Market files.
 /// - starfact::batched (batched/batched.hpp): LU, Cholesky, QR and their solves on many small
 ///   matrices at once, on the host, on a CUDA stream (Context) or as StarPU tasks (docs/batched.md).
+/// - starfact::batched::vpotrf / vpotrs (batched/vbatched.hpp): variable-size batches (one order
+///   per matrix), on the host or on a CUDA stream with the SSDE or DSSE schedule.
 /// Errors: starfact::ArgumentError (a bad argument, named by argument(); nothing was done) and
 /// starfact::RuntimeError (StarPU, CUDA or a kernel failed), both from common/error.hpp.
 ///
@@ -34,5 +36,6 @@
 #include "common/error.hpp"
 #include "common/runtime.hpp"
 #include "batched/batched.hpp"
+#include "batched/vbatched.hpp"
 #include "io/io.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
