@@ -574,9 +574,9 @@ TEST_F(ModelFiles, CalibrateCoversTheBatchedOperationsAndTheirRegression) {
         EXPECT_NE(r.out.find(symbol + ",cpu,"), std::string::npos) << describe(r);
         // One line for its regression: the curve, or why StarPU does not use it.
         EXPECT_NE(r.err.find(fmt::format("regression {} cpu: ", symbol)), std::string::npos) << describe(r);
-        if (cpu.regression.fitted()) {
-            EXPECT_TRUE(std::isfinite(cpu.regression.predict_us(static_cast<double>(*sizes.rbegin())))) << path;
-        }
+        // Whether StarPU 1.3's fit of a*size^b+c gives a usable curve depends on the measured
+        // times (it can come out NaN or overflow on noisy samples: docs/perfmodels.md), so the
+        // curve's values are not asserted here; the planted-curve test checks how it is used.
     }
     EXPECT_TRUE(models::preflight(true).ok());
     // `info` counts the batched models with the tile ones.
