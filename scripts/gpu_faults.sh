@@ -15,7 +15,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$root/bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=$root/bundle/bin
+bin=$(bash "$root/scripts/bundle_bin.sh")
 n=${FAULTS_N:-16384}
 nb=${FAULTS_NB:-1024}
 limit=${FAULTS_LIMIT_MIB:-256}

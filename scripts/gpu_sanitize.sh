@@ -25,7 +25,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$root/bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=$root/bundle/bin
+bin=$(bash "$root/scripts/bundle_bin.sh")
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck synccheck)
 timeout_s=${SANITIZE_TIMEOUT:-600}
