@@ -58,18 +58,7 @@ private:
 
 cuda::Uplo kernel_uplo(Uplo u) { return u == Uplo::upper ? cuda::Uplo::upper : cuda::Uplo::lower; }
 
-Problem problem(Op op, int m, int n, int nrhs, int count, int lda, int ldb, bool strided) {
-    Problem p;
-    p.op = op;
-    p.m = m;
-    p.n = n;
-    p.nrhs = nrhs;
-    p.count = count;
-    p.lda = lda;
-    p.ldb = ldb;
-    p.strided = strided;
-    return p;
-}
+using detail::problem;
 
 /// A no-op call still writes its infos (0), on the stream.
 void zero_device_info(Context& ctx, int* info, int count) {

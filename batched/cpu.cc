@@ -186,18 +186,7 @@ int gels_host(const Problem& p, BatchA A, T* tau, BatchB B, int* info, const Hos
 }
 
 // The Problem of each call, and the host check of pointer batches' entries.
-Problem problem(Op op, int m, int n, int nrhs, int count, int lda, int ldb, bool strided) {
-    Problem p;
-    p.op = op;
-    p.m = m;
-    p.n = n;
-    p.nrhs = nrhs;
-    p.count = count;
-    p.lda = lda;
-    p.ldb = ldb;
-    p.strided = strided;
-    return p;
-}
+using detail::problem;
 
 template <class P>
 void check_entries(const Problem& p, const P* array, const char* name) {

@@ -27,6 +27,20 @@ struct Problem {
     const void* info = nullptr;
 };
 
+/// The Problem of one call (its data pointers are set by the caller where needed).
+inline Problem problem(Op op, int m, int n, int nrhs, int count, int lda, int ldb, bool strided) {
+    Problem p;
+    p.op = op;
+    p.m = m;
+    p.n = n;
+    p.nrhs = nrhs;
+    p.count = count;
+    p.lda = lda;
+    p.ldb = ldb;
+    p.strided = strided;
+    return p;
+}
+
 /// LAPACK-style argument checks: throws ArgumentError naming the first bad argument. Pointer
 /// entries of a pointer batch are not looked at (they may be device pointers).
 void check(const Problem& p);
