@@ -86,6 +86,47 @@ void vpotrs(Uplo uplo, const int* n, int nrhs, const T* const* A, const int* lda
     });
 }
 
+template <class T>
+int vgetrf(const int* n, T* const* A, const int* lda, int* const* ipiv, int* info, int count, const HostOptions& opt) {
+    check_count(count);
+    check_array(n, count, "n");
+    check_array(lda, count, "lda");
+    check_array(A, count, "A");
+    check_array(ipiv, count, "ipiv");
+    check_array(info, count, "info");
+    check_sizes(n, lda, count, "lda");
+    check_pointers(A, n, count, "A");
+    check_pointers(ipiv, n, count, "ipiv");
+    std::atomic<int> failed{0};
+    detail::for_each_matrix(count, opt.threads, [&](int b) {
+        info[b] = n[b] == 0 ? 0 : detail::getrf_one(n[b], A[b], lda[b], ipiv[b]);
+        if (info[b] != 0) ++failed;
+    });
+    return failed.load();
+}
+
+template <class T>
+void vgetrs(const int* n, int nrhs, const T* const* A, const int* lda, const int* const* ipiv, T* const* B,
+            const int* ldb, int count, const HostOptions& opt) {
+    check_count(count);
+    check_nrhs(nrhs);
+    check_array(n, count, "n");
+    check_array(lda, count, "lda");
+    check_array(A, count, "A");
+    check_array(ipiv, count, "ipiv");
+    check_array(B, count, "B");
+    check_array(ldb, count, "ldb");
+    check_sizes(n, lda, count, "lda");
+    check_sizes(n, ldb, count, "ldb");
+    check_pointers(A, n, count, "A");
+    check_pointers(ipiv, n, count, "ipiv");
+    check_pointers(B, n, count, "B");
+    if (nrhs == 0) return;
+    detail::for_each_matrix(count, opt.threads, [&](int b) {
+        if (n[b] > 0) detail::getrs_one(n[b], nrhs, A[b], lda[b], ipiv[b], B[b], ldb[b]);
+    });
+}
+
 #ifdef STARFACT_HAVE_CUDA
 namespace {
 
@@ -149,6 +190,54 @@ void vpotrs(Context& ctx, Uplo uplo, const VSizes& a_sizes, int nrhs, const T* c
                     count);
 }
 
+template <class T>
+void vgetrf(Context& ctx, Schedule schedule, const VSizes& a_sizes, T* const* A, int* const* ipiv, int* info,
+            int count) {
+    check_count(count);
+    const int nmax = check_vsizes(a_sizes, count, "lda", "device_lda");
+    check_array(A, count, "A");
+    check_array(ipiv, count, "ipiv");
+    check_array(info, count, "info");
+    if (count == 0) return;
+    cuda::Launch l = launch_of(ctx);
+    const std::size_t bytes = cuda::vgetrf_workspace<T>(nmax, count);
+    if (bytes > 0) {
+        l.workspace = ctx.reserve(bytes);
+        l.workspace_bytes = bytes;
+    }
+    cuda::vgetrf<T>(l, schedule == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde, nmax,
+                    a_sizes.device_n, A, a_sizes.device_ld, ipiv, info, count);
+}
+
+template <class T>
+void vgetrs(Context& ctx, const VSizes& a_sizes, int nrhs, const T* const* A, const int* const* ipiv,
+            const VSizes& b_sizes, T* const* B, int count) {
+    check_count(count);
+    check_nrhs(nrhs);
+    const int nmax = check_vsizes(a_sizes, count, "lda", "device_lda");
+    check_vsizes(b_sizes, count, "ldb", "device_ldb");
+    for (int b = 0; b < count; ++b)
+        require(b_sizes.n[b] == a_sizes.n[b], "n",
+                fmt::format("B's n[{}] = {} differs from A's {}", b, b_sizes.n[b], a_sizes.n[b]));
+    check_array(A, count, "A");
+    check_array(ipiv, count, "ipiv");
+    check_array(B, count, "B");
+    if (count == 0 || nrhs == 0) return;
+    cuda::Launch l = launch_of(ctx);
+    const std::size_t bytes = cuda::vgetrs_workspace<T>(nmax, nrhs, count);
+    if (bytes > 0) {
+        l.workspace = ctx.reserve(bytes);
+        l.workspace_bytes = bytes;
+    }
+    cuda::vgetrs<T>(l, nmax, a_sizes.device_n, nrhs, A, a_sizes.device_ld, ipiv, B, b_sizes.device_ld, count);
+}
+
+template void vgetrf<float>(Context&, Schedule, const VSizes&, float* const*, int* const*, int*, int);
+template void vgetrf<double>(Context&, Schedule, const VSizes&, double* const*, int* const*, int*, int);
+template void vgetrs<float>(Context&, const VSizes&, int, const float* const*, const int* const*, const VSizes&,
+                            float* const*, int);
+template void vgetrs<double>(Context&, const VSizes&, int, const double* const*, const int* const*, const VSizes&,
+                             double* const*, int);
 template void vpotrf<float>(Context&, Uplo, Schedule, const VSizes&, float* const*, int*, int);
 template void vpotrf<double>(Context&, Uplo, Schedule, const VSizes&, double* const*, int*, int);
 template void vpotrs<float>(Context&, Uplo, const VSizes&, int, const float* const*, const VSizes&, float* const*, int);
@@ -156,6 +245,12 @@ template void vpotrs<double>(Context&, Uplo, const VSizes&, int, const double* c
                              int);
 #endif
 
+template int vgetrf<float>(const int*, float* const*, const int*, int* const*, int*, int, const HostOptions&);
+template int vgetrf<double>(const int*, double* const*, const int*, int* const*, int*, int, const HostOptions&);
+template void vgetrs<float>(const int*, int, const float* const*, const int*, const int* const*, float* const*,
+                            const int*, int, const HostOptions&);
+template void vgetrs<double>(const int*, int, const double* const*, const int*, const int* const*, double* const*,
+                             const int*, int, const HostOptions&);
 template int vpotrf<float>(Uplo, const int*, float* const*, const int*, int*, int, const HostOptions&);
 template int vpotrf<double>(Uplo, const int*, double* const*, const int*, int*, int, const HostOptions&);
 template void vpotrs<float>(Uplo, const int*, int, const float* const*, const int*, float* const*, const int*, int,

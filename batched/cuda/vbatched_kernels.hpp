@@ -1,5 +1,5 @@
-// The variable-size batched CUDA kernels (issue 6): Cholesky factorizations and solves of many
-// matrices of different orders at once. Same conventions as batched/cuda/kernels.hpp (device
+// The variable-size batched CUDA kernels (issue 6): Cholesky and LU factorizations and solves
+// of many matrices of different orders at once. Same conventions as batched/cuda/kernels.hpp (device
 // pointer arrays, Launch, LAPACK info), except that every matrix b has its own order n[b] and
 // leading dimension lda[b], read from device arrays; the host passes the largest order nmax
 // (launches are sized for it; the blocks of smaller matrices leave early) and trusts
@@ -56,5 +56,29 @@ std::size_t vpotrs_workspace(int nmax, int nrhs, int count);
 template <class T>
 void vpotrs(const Launch& launch, Uplo uplo, int nmax, const int* n, int nrhs, const T* const* A, const int* lda,
             T* const* B, const int* ldb, int count);
+
+/// Bytes of workspace vgetrf needs: the interchange lists, 132 ints per matrix.
+template <class T>
+std::size_t vgetrf_workspace(int nmax, int count);
+
+/// A[b] = P L U with partial pivoting (L unit lower, overwrites the leading n[b] x n[b] block of
+/// A[b] as LAPACK's getrf), for every b < count, by steps of kVBlock columns (vgetrf.cu).
+/// ipiv: count device pointers, ipiv[b] to n[b] ints (1-based, LAPACK's). info[b] (written for
+/// every b): 0, or the first k with U(k,k) exactly zero; the factorization still completes.
+/// A NaN is taken as a pivot only when nothing but zeros and NaNs is left in its column; it
+/// spreads through its own matrix only, whose pivots stay in range.
+template <class T>
+void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* const* A, const int* lda,
+            int* const* ipiv, int* info, int count);
+
+/// Bytes of workspace vgetrs needs (0: it uses none).
+template <class T>
+std::size_t vgetrs_workspace(int nmax, int nrhs, int count);
+
+/// Solves A[b] X = B[b] (no transpose) from vgetrf's output for every b: B[b] is n[b] x nrhs
+/// with leading dimension ldb[b] (device array), overwritten by X. One launch.
+template <class T>
+void vgetrs(const Launch& launch, int nmax, const int* n, int nrhs, const T* const* A, const int* lda,
+            const int* const* ipiv, T* const* B, const int* ldb, int count);
 
 }  // namespace starfact::batched::cuda

@@ -1,0 +1,594 @@
+// Variable-size batched LU with partial pivoting (issue 6): vgetrf and vgetrs on arrays of
+// device matrices of different orders, our own kernels, SSDE and DSSE schedules
+// (vbatched_kernels.hpp).
+//
+// vgetrf is right-looking by steps of kVBlock = 32 columns. At step s, for every matrix whose
+// factorization is at column block c0 (w = min(32, n - c0) columns):
+// - panel kernel, one thread block per matrix: the panel A(c0:n, c0:c0+w) is factored with
+//   partial pivoting, column by column (block-wide pivot search, the pivot row swapped across
+//   the panel's columns, scaling and rank-1 update of the rest of the panel). The panel is
+//   staged in shared memory when the tallest panel of the step fits in kTuning.smem_panel_bytes,
+//   else it is factored in place in global memory (the same code with another pointer and
+//   leading dimension). The panel's interchanges are folded into one list of (source row,
+//   destination row) pairs, at most 2w, written to the workspace.
+// - swap kernel, one thread block per (matrix, 32 columns): the list is applied to the columns
+//   outside the panel, every row at once (gather into shared memory, scatter back), and on the
+//   columns right of the panel U12 = L11^{-1} A12 (lane r holds row r, shuffles).
+// - update kernel, one thread block per (matrix, 64 x 64 tile of the trailing matrix):
+//   A22 -= A21 U12 with k = w, both operands staged in shared memory, 4 x 4 per thread.
+// Blocks of matrices that are not at this step, or have no rows or columns there, return at
+// once. A zero pivot sets info (the first one: steps and columns go in order) and the
+// factorization goes on, as LAPACK's.
+//
+// vgetrs: one thread block per (matrix, group of right-hand sides), one launch: before each
+// 32-row block of the forward substitution its interchanges are applied to the group's
+// columns (the interchanges of a block touch only its rows and rows below), then blocked
+// forward (unit L) and backward (U) substitution, left-looking, each diagonal block solved in
+// registers with shuffles.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cstddef>
+
+#include "batched/cuda/common.cuh"
+#include "batched/cuda/vbatched_kernels.hpp"
+
+namespace starfact::batched::cuda {
+namespace {
+
+constexpr int K = kVBlock;
+constexpr int LK = K + 1;  // leading dimension of a K x K tile in shared memory
+
+struct VGetrfTuning {
+    int panel_threads;       // threads of the panel kernel
+    int smem_panel_bytes;    // panels up to this size are factored in shared memory
+    int swap_threads;        // threads of the swap kernel (warps of 32 rows x swap_cols columns)
+    int swap_cols;           // columns per warp of the swap kernel's triangular solve
+    int tile;                // rows and columns of an update tile
+    int update_threads;      // threads of the update kernel (tile/4 x tile/4)
+    int solve_cols;          // right-hand sides per warp of vgetrs
+};
+constexpr VGetrfTuning kTuning{256, 96 * 1024, 128, 8, 64, 256, 4};
+static_assert(kTuning.swap_threads / 32 * kTuning.swap_cols == K, "the swap kernel covers 32 columns");
+static_assert(kTuning.update_threads * 16 == kTuning.tile * kTuning.tile, "4 x 4 per thread");
+
+constexpr int kPanelThreads = kTuning.panel_threads;
+constexpr int kPanelWarps = kPanelThreads / 32;
+constexpr int kSwapThreads = kTuning.swap_threads;
+constexpr int kSwapCols = kTuning.swap_cols;
+constexpr int kTile = kTuning.tile;
+constexpr int kUpdateThreads = kTuning.update_threads;
+constexpr int kSolveCols = kTuning.solve_cols;
+
+/// Per matrix in the workspace: the number of moved rows, then 2K sources, then 2K
+/// destinations (rows relative to c0).
+constexpr int kSwapStride = 1 + 4 * K + 3;
+
+// ---- Pivot search ---------------------------------------------------------------------------
+
+/// A 64-bit key ordered as |x| (the bit patterns of non-negative floats are monotonic); 0 means
+/// no candidate. A NaN gets the key of a zero: it is chosen only when nothing larger is left, so
+/// the pivot always exists and is in range, and the NaN spreads through its own matrix only.
+__device__ inline unsigned long long pivot_key(double x) {
+    if (isnan(x)) return 1ull;
+    return static_cast<unsigned long long>(__double_as_longlong(fabs(x))) + 1ull;
+}
+__device__ inline unsigned long long pivot_key(float x) {
+    if (isnan(x)) return 1ull;
+    return static_cast<unsigned long long>(__float_as_uint(fabsf(x))) + 1ull;
+}
+
+/// (key, row) of the better candidate: the larger key, ties to the smaller row (as idamax).
+__device__ inline void better(unsigned long long& key, int& row, unsigned long long k2, int r2) {
+    if (k2 > key || (k2 == key && r2 < row)) {
+        key = k2;
+        row = r2;
+    }
+}
+
+template <class T>
+__device__ inline T safe_min();
+template <>
+__device__ inline double safe_min<double>() {
+    return DBL_MIN;
+}
+template <>
+__device__ inline float safe_min<float>() {
+    return FLT_MIN;
+}
+
+/// l = a / piv as LAPACK's getrf2 (a reciprocal unless piv is tiny); a zero pivot leaves the
+/// column as it is (its entries are zero, or NaN).
+template <class T>
+__device__ inline T multiplier(T a, T piv) {
+    if (piv == T(0)) return a;
+    return fabs(piv) >= safe_min<T>() ? a * (T(1) / piv) : a / piv;
+}
+
+/// Where matrix b stands at step `step`: its order and the column block c0 it works on; false
+/// when it has nothing to do there (not started, or finished). Failed matrices go on.
+__device__ __forceinline__ bool locate(const int* n, int b, Schedule s, int nmax, int step, int& nb, int& c0) {
+    nb = n[b];
+    const int j = step - vfirst_step(s, nmax, nb);
+    if (j < 0 || j >= vsteps(nb)) return false;
+    c0 = j * K;
+    return true;
+}
+
+__device__ __forceinline__ long long idx(int i, int j, int ld) { return i + static_cast<long long>(j) * ld; }
+
+// ---- The panel --------------------------------------------------------------------------
+
+/// Factors the panel of matrix blockIdx.x at this step. smem_rows > 0: the panel (at most
+/// smem_rows rows) is staged in dynamic shared memory with that leading dimension.
+template <class T>
+__global__ void __launch_bounds__(kPanelThreads)
+    vgetrf_panel_kernel(T* const* A, const int* n, const int* lda, int* const* ipiv, int* info, int* swaps,
+                        Schedule s, int nmax, int step, int smem_rows) {
+    const int b = blockIdx.x;
+    int nb = 0, c0 = 0;
+    if (!locate(n, b, s, nmax, step, nb, c0)) return;  // uniform over the block
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ unsigned long long sKey[kPanelWarps];
+    __shared__ int sRow[kPanelWarps];
+    __shared__ int sPiv[K];
+    __shared__ int sCount;
+    const int m = nb - c0, w = min(K, m);
+    const int ld = lda[b];
+    T* a = A[b] + idx(c0, c0, ld);
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+
+    T* p = a;
+    int ldp = ld;
+    if (smem_rows > 0) {
+        p = reinterpret_cast<T*>(smem_raw);
+        ldp = smem_rows;
+        for (int j = 0; j < w; ++j)
+            for (int i = tid; i < m; i += kPanelThreads) p[idx(i, j, ldp)] = a[idx(i, j, ld)];
+        __syncthreads();
+    }
+
+    int linfo = 0;
+    for (int j = 0; j < w; ++j) {
+        unsigned long long key = 0;
+        int row = INT_MAX;
+        for (int i = j + tid; i < m; i += kPanelThreads) better(key, row, pivot_key(p[idx(i, j, ldp)]), i);
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) {
+            const unsigned long long k2 = __shfl_down_sync(0xffffffffu, key, off);
+            const int r2 = __shfl_down_sync(0xffffffffu, row, off);
+            better(key, row, k2, r2);
+        }
+        if (lane == 0) {
+            sKey[warp] = key;
+            sRow[warp] = row;
+        }
+        __syncthreads();
+        key = sKey[0];
+        row = sRow[0];
+#pragma unroll
+        for (int v = 1; v < kPanelWarps; ++v) better(key, row, sKey[v], sRow[v]);
+        const int pr = row;  // j <= pr < m: row j itself is a candidate
+        const T piv = p[idx(pr, j, ldp)];
+        if (piv == T(0) && linfo == 0) linfo = c0 + j + 1;
+        __syncthreads();  // every thread has read the pivot before the rows move
+        if (pr != j)
+            for (int c = tid; c < w; c += kPanelThreads) {
+                const T t = p[idx(j, c, ldp)];
+                p[idx(j, c, ldp)] = p[idx(pr, c, ldp)];
+                p[idx(pr, c, ldp)] = t;
+            }
+        if (tid == 0) sPiv[j] = pr;
+        __syncthreads();
+        for (int i = j + 1 + tid; i < m; i += kPanelThreads) {
+            const T l = multiplier(p[idx(i, j, ldp)], piv);
+            p[idx(i, j, ldp)] = l;
+            for (int c = j + 1; c < w; ++c) p[idx(i, c, ldp)] -= l * p[idx(j, c, ldp)];
+        }
+        __syncthreads();
+    }
+
+    if (smem_rows > 0)
+        for (int j = 0; j < w; ++j)
+            for (int i = tid; i < m; i += kPanelThreads) a[idx(i, j, ld)] = p[idx(i, j, ldp)];
+    if (tid < w) ipiv[b][c0 + tid] = c0 + sPiv[tid] + 1;
+    if (tid == 0) {
+        if (linfo != 0 && info[b] == 0) info[b] = linfo;
+        sCount = 0;
+    }
+    __syncthreads();
+    // The rows the interchanges moved: positions 0..w-1 and every pivot row below them (once);
+    // the source of a position is found by undoing the interchanges from the last one.
+    if (tid < 2 * w) {
+        int pos = -1;
+        if (tid < w) {
+            pos = tid;
+        } else {
+            const int j = tid - w;
+            pos = sPiv[j];
+            if (pos < w) pos = -1;
+            for (int q = 0; q < j && pos >= 0; ++q)
+                if (sPiv[q] == pos) pos = -1;
+        }
+        if (pos >= 0) {
+            int src = pos;
+            for (int q = w - 1; q >= 0; --q) {
+                if (src == q)
+                    src = sPiv[q];
+                else if (src == sPiv[q])
+                    src = q;
+            }
+            if (src != pos) {
+                int* list = swaps + static_cast<long long>(b) * kSwapStride;
+                const int k = atomicAdd(&sCount, 1);
+                list[1 + k] = src;
+                list[1 + 2 * K + k] = pos;
+            }
+        }
+    }
+    __syncthreads();
+    if (tid == 0) swaps[static_cast<long long>(b) * kSwapStride] = sCount;
+}
+
+// ---- Interchanges outside the panel, and U12 ----------------------------------------------
+
+template <class T>
+__global__ void __launch_bounds__(kSwapThreads)
+    vgetrf_swap_kernel(T* const* A, const int* n, const int* lda, const int* swaps, Schedule s, int nmax, int step) {
+    const int b = blockIdx.x;
+    int nb = 0, c0 = 0;
+    if (!locate(n, b, s, nmax, step, nb, c0)) return;
+    const int col0 = static_cast<int>(blockIdx.y) * K;
+    if (col0 == c0 || col0 >= nb) return;  // the panel itself, or past the matrix
+    const int nc = min(K, nb - col0);
+    const int w = min(K, nb - c0);
+    const int ld = lda[b];
+    T* a = A[b];
+    __shared__ T sV[2 * K * LK];
+    __shared__ int sSrc[2 * K], sDst[2 * K];
+    const int tid = threadIdx.x;
+    const int* list = swaps + static_cast<long long>(b) * kSwapStride;
+    const int cnt = list[0];
+    for (int k = tid; k < cnt; k += kSwapThreads) {
+        sSrc[k] = c0 + list[1 + k];
+        sDst[k] = c0 + list[1 + 2 * K + k];
+    }
+    __syncthreads();
+    for (int e = tid; e < cnt * nc; e += kSwapThreads) {
+        const int k = e % cnt, c = e / cnt;
+        sV[k + c * 2 * K] = a[idx(sSrc[k], col0 + c, ld)];
+    }
+    __syncthreads();
+    for (int e = tid; e < cnt * nc; e += kSwapThreads) {
+        const int k = e % cnt, c = e / cnt;
+        a[idx(sDst[k], col0 + c, ld)] = sV[k + c * 2 * K];
+    }
+    if (col0 < c0) return;  // left of the panel: interchanges only (uniform over the block)
+    __syncthreads();        // the moved rows are read back below by other threads
+
+    // U12 = L11^{-1} A12: warp v solves columns v * kSwapCols .., lane r holds row r.
+    T* sL = sV;  // L11, unit lower, K x K with leading dimension LK
+    for (int e = tid; e < K * K; e += kSwapThreads) {
+        const int i = e % K, j = e / K;
+        sL[i + j * LK] = (i < w && j < w && i > j) ? a[idx(c0 + i, c0 + j, ld)] : T(0);
+    }
+    __syncthreads();
+    const int r = tid % 32, v = tid / 32;
+    T x[kSwapCols];
+#pragma unroll
+    for (int c = 0; c < kSwapCols; ++c) {
+        const int cc = v * kSwapCols + c;
+        x[c] = (r < w && cc < nc) ? a[idx(c0 + r, col0 + cc, ld)] : T(0);
+    }
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        const T lrj = sL[r + j * LK];
+#pragma unroll
+        for (int c = 0; c < kSwapCols; ++c) {
+            const T xj = __shfl_sync(0xffffffffu, x[c], j);
+            if (r > j) x[c] -= lrj * xj;
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < kSwapCols; ++c) {
+        const int cc = v * kSwapCols + c;
+        if (r < w && cc < nc) a[idx(c0 + r, col0 + cc, ld)] = x[c];
+    }
+}
+
+// ---- The trailing update ------------------------------------------------------------------
+
+/// A22 -= A21 U12 on tile (blockIdx.y, blockIdx.z) of matrix blockIdx.x's trailing matrix.
+template <class T>
+__global__ void __launch_bounds__(kUpdateThreads)
+    vgetrf_update_kernel(T* const* A, const int* n, const int* lda, Schedule s, int nmax, int step) {
+    const int b = blockIdx.x;
+    int nb = 0, c0 = 0;
+    if (!locate(n, b, s, nmax, step, nb, c0)) return;
+    const int t0 = c0 + K;  // the trailing matrix starts there (empty on the last step)
+    const int i0 = t0 + static_cast<int>(blockIdx.y) * kTile, j0 = t0 + static_cast<int>(blockIdx.z) * kTile;
+    if (i0 >= nb || j0 >= nb) return;
+    const int mr = min(kTile, nb - i0), mc = min(kTile, nb - j0);
+    const int ld = lda[b];
+    T* a = A[b];
+    __shared__ T sA[K * (kTile + 1)];  // sA[i + l * (kTile + 1)] = A21(i0 + i, l)
+    __shared__ T sB[K * (kTile + 1)];  // sB[j + l * (kTile + 1)] = U12(l, j0 + j)
+    constexpr int LT = kTile + 1;
+    const int tid = threadIdx.x;
+    for (int e = tid; e < kTile * K; e += kUpdateThreads) {
+        const int i = e % kTile, l = e / kTile;
+        sA[i + l * LT] = i < mr ? a[idx(i0 + i, c0 + l, ld)] : T(0);
+    }
+    for (int e = tid; e < kTile * K; e += kUpdateThreads) {
+        const int l = e % K, j = e / K;
+        sB[j + l * LT] = j < mc ? a[idx(c0 + l, j0 + j, ld)] : T(0);
+    }
+    __syncthreads();
+    constexpr int S = kTile / 4;  // threads per dimension
+    const int tx = tid % S, ty = tid / S;
+    T acc[4][4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[p][q] = T(0);
+#pragma unroll 8
+    for (int l = 0; l < K; ++l) {
+        T ai[4], bj[4];
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+            ai[p] = sA[tx + S * p + l * LT];
+            bj[p] = sB[ty + S * p + l * LT];
+        }
+#pragma unroll
+        for (int p = 0; p < 4; ++p)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[p][q] += ai[p] * bj[q];
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int j = ty + S * q;
+        if (j >= mc) continue;
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+            const int i = tx + S * p;
+            if (i < mr) a[idx(i0 + i, j0 + j, ld)] -= acc[p][q];
+        }
+    }
+}
+
+// ---- The solve ------------------------------------------------------------------------------
+
+/// B <- A^{-1} B for matrix blockIdx.x from its LU factors, right-hand sides in groups of
+/// W * kSolveCols (group blockIdx.y, then every gridDim.y-th); warp v solves kSolveCols columns.
+template <class T, int W>
+__global__ void __launch_bounds__(32 * W)
+    vgetrs_kernel(const T* const* A, const int* n, const int* lda, const int* const* ipiv, T* const* B, const int* ldb,
+                  int nrhs) {
+    constexpr int NT = 32 * W;
+    constexpr int NC = W * kSolveCols;
+    const int b = blockIdx.x;
+    const int nb = n[b];
+    if (nb <= 0) return;
+    const T* a = A[b];
+    const int* piv = ipiv[b];
+    T* x = B[b];
+    const int ld = lda[b], ldx = ldb[b];
+    __shared__ T sL[K * LK];
+    __shared__ T sT[K * LK];
+    __shared__ T sY[K * NC];
+    const int r = threadIdx.x % 32, v = threadIdx.x / 32;
+    const int groups = (nrhs + NC - 1) / NC;
+    const int last = (nb - 1) / K * K;
+
+    for (int g = blockIdx.y; g < groups; g += gridDim.y) {
+        const int cg = g * NC;
+        const int nc = min(NC, nrhs - cg);
+        auto at = [&](int i, int c) { return i + static_cast<long long>(cg + c) * ldx; };
+        auto load_tile = [&](T* s, int row0, int col0, int mr, int mc) {
+            for (int e = threadIdx.x; e < K * K; e += NT) {
+                const int i = e % K, j = e / K;
+                s[i + j * LK] = (i < mr && j < mc) ? a[idx(row0 + i, col0 + j, ld)] : T(0);
+            }
+        };
+        auto load_rows = [&](int l0, int rows) {
+            for (int e = threadIdx.x; e < K * NC; e += NT) {
+                const int l = e % K, c = e / K;
+                sY[l + c * K] = (l < rows && c < nc) ? x[at(l0 + l, c)] : T(0);
+            }
+        };
+        T y[kSolveCols];
+
+        for (int k0 = 0; k0 <= last; k0 += K) {  // L Y = P B
+            const int w = min(K, nb - k0);
+            if (threadIdx.x < nc) {  // this block's interchanges, in order, on column threadIdx.x
+                const int c = threadIdx.x;
+                for (int i = k0; i < k0 + w; ++i) {
+                    const int pr = piv[i] - 1;
+                    if (pr != i) {
+                        const T t = x[at(i, c)];
+                        x[at(i, c)] = x[at(pr, c)];
+                        x[at(pr, c)] = t;
+                    }
+                }
+            }
+            __syncthreads();
+#pragma unroll
+            for (int c = 0; c < kSolveCols; ++c) {
+                const int cc = v * kSolveCols + c;
+                y[c] = (r < w && cc < nc) ? x[at(k0 + r, cc)] : T(0);
+            }
+            for (int l0 = 0; l0 < k0; l0 += K) {
+                load_tile(sL, k0, l0, w, K);
+                load_rows(l0, K);
+                __syncthreads();
+#pragma unroll 8
+                for (int l = 0; l < K; ++l) {
+                    const T lrl = sL[r + l * LK];
+#pragma unroll
+                    for (int c = 0; c < kSolveCols; ++c) y[c] -= lrl * sY[l + (v * kSolveCols + c) * K];
+                }
+                __syncthreads();
+            }
+            load_tile(sT, k0, k0, w, w);
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < K; ++j) {
+                const T lrj = sT[r + j * LK];
+#pragma unroll
+                for (int c = 0; c < kSolveCols; ++c) {
+                    const T yj = __shfl_sync(0xffffffffu, y[c], j);
+                    if (r > j) y[c] -= lrj * yj;
+                }
+            }
+#pragma unroll
+            for (int c = 0; c < kSolveCols; ++c) {
+                const int cc = v * kSolveCols + c;
+                if (r < w && cc < nc) x[at(k0 + r, cc)] = y[c];
+            }
+            __syncthreads();
+        }
+
+        for (int k0 = last; k0 >= 0; k0 -= K) {  // U X = Y
+            const int w = min(K, nb - k0);
+#pragma unroll
+            for (int c = 0; c < kSolveCols; ++c) {
+                const int cc = v * kSolveCols + c;
+                y[c] = (r < w && cc < nc) ? x[at(k0 + r, cc)] : T(0);
+            }
+            for (int l0 = k0 + K; l0 < nb; l0 += K) {
+                const int wl = min(K, nb - l0);
+                load_tile(sL, k0, l0, w, wl);
+                load_rows(l0, wl);
+                __syncthreads();
+#pragma unroll 8
+                for (int l = 0; l < K; ++l) {
+                    const T url = sL[r + l * LK];
+#pragma unroll
+                    for (int c = 0; c < kSolveCols; ++c) y[c] -= url * sY[l + (v * kSolveCols + c) * K];
+                }
+                __syncthreads();
+            }
+            load_tile(sT, k0, k0, w, w);
+            __syncthreads();
+            const T d = r < w ? sT[r + r * LK] : T(1);
+#pragma unroll
+            for (int j = K - 1; j >= 0; --j) {
+                const T urj = sT[r + j * LK];
+#pragma unroll
+                for (int c = 0; c < kSolveCols; ++c) {
+                    if (r == j) y[c] /= d;
+                    const T xj = __shfl_sync(0xffffffffu, y[c], j);
+                    if (r < j) y[c] -= urj * xj;
+                }
+            }
+#pragma unroll
+            for (int c = 0; c < kSolveCols; ++c) {
+                const int cc = v * kSolveCols + c;
+                if (r < w && cc < nc) x[at(k0 + r, cc)] = y[c];
+            }
+            __syncthreads();
+        }
+    }
+}
+
+template <class T, int W>
+void launch_vgetrs(cudaStream_t stream, const T* const* A, const int* n, const int* lda, const int* const* ipiv,
+                   T* const* B, const int* ldb, int nrhs, int count) {
+    const int groups = detail::ceil_div(nrhs, W * kSolveCols);
+    const dim3 grid(static_cast<unsigned>(count), static_cast<unsigned>(std::min(groups, 65535)));
+    vgetrs_kernel<T, W><<<grid, 32 * W, 0, stream>>>(A, n, lda, ipiv, B, ldb, nrhs);
+    detail::check_launch("vgetrs kernel");
+}
+
+/// The most rows a panel has at `step`: the largest order under ssde; under dsse a matrix
+/// with `left` steps to go has at most 32 * left rows from its current column block on.
+int panel_rows(Schedule s, int nmax, int step) {
+    return s == Schedule::ssde ? nmax - K * step : K * (vsteps(nmax) - step);
+}
+
+}  // namespace
+
+template <class T>
+std::size_t vgetrf_workspace(int, int count) {
+    return detail::WorkspaceCarver::round(sizeof(int) * kSwapStride * static_cast<std::size_t>(std::max(count, 0)));
+}
+
+template <class T>
+void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* const* A, const int* lda,
+            int* const* ipiv, int* info, int count) {
+    if (count <= 0) return;
+    detail::check(cudaMemsetAsync(info, 0, sizeof(int) * static_cast<std::size_t>(count), launch.stream),
+                  "vgetrf info reset");
+    if (nmax <= 0) return;
+    detail::WorkspaceCarver carve(launch);
+    int* swaps = carve.take<int>(static_cast<std::size_t>(kSwapStride) * count);
+    const int steps = vsteps(nmax);
+    int device = 0, optin = 0;
+    detail::check(cudaGetDevice(&device), "vgetrf device");
+    detail::check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                  "vgetrf shared memory limit");
+    const int limit = std::min(kTuning.smem_panel_bytes, optin - 1024);
+    bool raised = false;
+    for (int step = 0; step < steps; ++step) {
+        const int rows = panel_rows(schedule, nmax, step);
+        const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(rows) * K;
+        const int smem_rows = bytes <= static_cast<std::size_t>(limit) ? rows : 0;
+        const std::size_t dyn = smem_rows > 0 ? bytes : 0;
+        if (dyn > 48 * 1024 && !raised) {
+            detail::check(cudaFuncSetAttribute(vgetrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               limit),
+                          "vgetrf panel shared memory");
+            raised = true;
+        }
+        vgetrf_panel_kernel<T><<<static_cast<unsigned>(count), kPanelThreads, dyn, launch.stream>>>(
+            A, n, lda, ipiv, info, swaps, schedule, nmax, step, smem_rows);
+        detail::check_launch("vgetrf panel kernel");
+        // Interchanges reach every column of a matrix, left of the panel too: any matrix at this
+        // step may have nmax columns (under dsse as well).
+        const dim3 sgrid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(nmax, K)));
+        if (sgrid.y > 1) {
+            vgetrf_swap_kernel<T><<<sgrid, kSwapThreads, 0, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
+            detail::check_launch("vgetrf swap kernel");
+        }
+        const int trailing = rows - K;
+        if (trailing <= 0) continue;
+        const unsigned tiles = static_cast<unsigned>(detail::ceil_div(trailing, kTile));
+        const dim3 ugrid(static_cast<unsigned>(count), tiles, tiles);
+        vgetrf_update_kernel<T><<<ugrid, kUpdateThreads, 0, launch.stream>>>(A, n, lda, schedule, nmax, step);
+        detail::check_launch("vgetrf update kernel");
+    }
+}
+
+template <class T>
+std::size_t vgetrs_workspace(int, int, int) {
+    return 0;
+}
+
+template <class T>
+void vgetrs(const Launch& launch, int nmax, const int* n, int nrhs, const T* const* A, const int* lda,
+            const int* const* ipiv, T* const* B, const int* ldb, int count) {
+    if (count <= 0 || nmax <= 0 || nrhs <= 0) return;
+    if (nrhs <= kSolveCols)
+        launch_vgetrs<T, 1>(launch.stream, A, n, lda, ipiv, B, ldb, nrhs, count);
+    else if (nrhs <= 2 * kSolveCols)
+        launch_vgetrs<T, 2>(launch.stream, A, n, lda, ipiv, B, ldb, nrhs, count);
+    else
+        launch_vgetrs<T, 4>(launch.stream, A, n, lda, ipiv, B, ldb, nrhs, count);
+}
+
+template std::size_t vgetrf_workspace<float>(int, int);
+template std::size_t vgetrf_workspace<double>(int, int);
+template void vgetrf<float>(const Launch&, Schedule, int, const int*, float* const*, const int*, int* const*, int*,
+                            int);
+template void vgetrf<double>(const Launch&, Schedule, int, const int*, double* const*, const int*, int* const*, int*,
+                             int);
+template std::size_t vgetrs_workspace<float>(int, int, int);
+template std::size_t vgetrs_workspace<double>(int, int, int);
+template void vgetrs<float>(const Launch&, int, const int*, int, const float* const*, const int*, const int* const*,
+                            float* const*, const int*, int);
+template void vgetrs<double>(const Launch&, int, const int*, int, const double* const*, const int*, const int* const*,
+                             double* const*, const int*, int);
+
+}  // namespace starfact::batched::cuda
