@@ -2,10 +2,12 @@
 // tall-skinny. Both start from device-resident data; flops counted as 2 m n^2 - 2 n^3 / 3. Each
 // starfact factorization is checked with a probe: for a random x, ||A x - Q [R x; 0]||_inf /
 // (||A||_inf ||x||_inf max(m, n) eps), Q applied by the tile algorithm (below 30 passes).
+// --tree and --domain sweep the elimination trees (flat chain, binary tree over domains, auto).
 #include <cuda_runtime_api.h>
 #include <cusolverDn.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <limits>
@@ -90,12 +92,20 @@ int main(int argc, char** argv) {
     std::vector<std::string> shapes{"32768x4096", "65536x2048"};
     std::vector<int> nbs{1024, 2048};
     std::vector<int> ibs{64, 128};
+    std::vector<std::string> trees{"flat", "binary"};
+    std::vector<int> domains{1};
     int reps = 3, warmup = 2;
     std::string out_path, trace_path;
     app.add_option("--sizes", sizes, "Square matrix orders (n x n)")->delimiter(',');
     app.add_option("--shapes", shapes, "Tall matrices MxN (M >= N), e.g. 32768x4096")->delimiter(',');
     app.add_option("--nb", nbs, "Tile sizes to try")->delimiter(',');
     app.add_option("--ib", ibs, "Inner block sizes to try")->delimiter(',');
+    app.add_option("--tree", trees, "Elimination trees to try: flat, binary, auto")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"flat", "binary", "auto"}));
+    app.add_option("--domain", domains, "Domain sizes (tile rows) to try with binary (0: auto's choice)")
+        ->delimiter(',')
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--reps", reps, "Timed repetitions per point (median reported)")->check(CLI::PositiveNumber);
     app.add_option("--warmup", warmup, "Untimed runs per point first (they also calibrate the models)")
         ->check(CLI::NonNegativeNumber);
@@ -155,47 +165,72 @@ int main(int argc, char** argv) {
               {"tflops", flops / tc / 1e12},
               {"info", cinfo}});
         double best_t = 1e30;
-        int best_nb = 0, best_ib = 0;
-        for (int nb : nbs)
-            for (int ib : ibs) {
-                if (ib > nb) continue;
-                TileMatrix<double> tA(m, n, nb);
-                QrFactors<double> F(tA, ib);
-                std::vector<double> t;
-                for (int r = 0; r < warmup + reps; ++r) {
-                    tA.from_lapack(A.data(), m);
-                    tA.fetch_to(gpu_node);
-                    const bool traced = !trace_path.empty() && r == warmup + reps - 1;
-                    if (traced) codelets::start_trace();
-                    const auto t0 = std::chrono::steady_clock::now();
-                    geqrf(tA, F);
-                    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                    if (r >= warmup) t.push_back(secs);
-                    if (traced)
-                        for (const codelets::TaskRecord& task : codelets::stop_trace())
-                            trace << fmt::format("{},{},{},{},{},{},{:.6f},{:.6f}\n", m, n, nb, ib, task.name,
-                                                 task.worker, task.start_s, task.end_s);
-                }
-                const double probe = probe_residual(A, m, n, tA, F);
-                const double tm = bench::median(t);
-                emit({{"record", "point"},
-                      {"impl", "starfact"},
-                      {"m", m},
-                      {"n", n},
-                      {"nb", nb},
-                      {"ib", ib},
-                      {"time_s", tm},
-                      {"tflops", flops / tm / 1e12},
-                      {"residual_probe", probe},
-                      {"runs", t}});
-                if (tm < best_t) best_t = tm, best_nb = nb, best_ib = ib;
+        int best_nb = 0, best_ib = 0, best_domain = 0;
+        std::string best_tree;
+        std::vector<std::pair<std::string, int>> variants;
+        const bool has_flat = std::find(trees.begin(), trees.end(), "flat") != trees.end();
+        for (const std::string& tr : trees) {
+            if (tr != "binary") {
+                variants.emplace_back(tr, 0);
+                continue;
             }
+            for (int d : domains) variants.emplace_back(tr, d);
+        }
+        for (int nb : nbs)
+            for (int ib : ibs)
+                for (const auto& [tree_name, domain] : variants) {
+                    if (ib > nb) continue;
+                    const QrTree tree = tree_name == "flat"     ? QrTree::Flat
+                                        : tree_name == "binary" ? QrTree::Binary
+                                                                : QrTree::Auto;
+                    TileMatrix<double> tA(m, n, nb);
+                    QrFactors<double> F(tA, ib, {tree, domain});
+                    // Flat and a binary tree whose domains cover every panel's rows are one plan.
+                    if (tree == QrTree::Binary && F.options().domain >= tA.mt() && has_flat) continue;
+                    std::vector<double> t;
+                    for (int r = 0; r < warmup + reps; ++r) {
+                        tA.from_lapack(A.data(), m);
+                        tA.fetch_to(gpu_node);
+                        const bool traced = !trace_path.empty() && r == warmup + reps - 1;
+                        if (traced) codelets::start_trace();
+                        const auto t0 = std::chrono::steady_clock::now();
+                        geqrf(tA, F);
+                        const double secs =
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                        if (r >= warmup) t.push_back(secs);
+                        if (traced)
+                            for (const codelets::TaskRecord& task : codelets::stop_trace())
+                                trace << fmt::format("{},{},{},{},{},{},{:.6f},{:.6f}\n", m, n, nb, ib, task.name,
+                                                     task.worker, task.start_s, task.end_s);
+                    }
+                    const double probe = probe_residual(A, m, n, tA, F);
+                    const double tm = bench::median(t);
+                    emit({{"record", "point"},
+                          {"impl", "starfact"},
+                          {"m", m},
+                          {"n", n},
+                          {"nb", nb},
+                          {"ib", ib},
+                          {"tree", tree_name},
+                          {"resolved_tree", F.options().tree == QrTree::Flat ? "flat" : "binary"},
+                          {"domain", F.options().domain},
+                          {"time_s", tm},
+                          {"tflops", flops / tm / 1e12},
+                          {"residual_probe", probe},
+                          {"runs", t}});
+                    if (tm < best_t) {
+                        best_t = tm, best_nb = nb, best_ib = ib, best_domain = F.options().domain;
+                        best_tree = F.options().tree == QrTree::Flat ? "flat" : "binary";
+                    }
+                }
         emit({{"record", "summary"},
               {"bench", "geqrf"},
               {"m", m},
               {"n", n},
               {"best_nb", best_nb},
               {"best_ib", best_ib},
+              {"best_tree", best_tree},
+              {"best_domain", best_domain},
               {"starfact_tflops", flops / best_t / 1e12},
               {"cusolver_tflops", flops / tc / 1e12},
               {"ratio", tc / best_t}});

@@ -114,4 +114,17 @@ template <class T>
 void submit_tsmqr(char trans, int ib, starpu_data_handle_t A1, starpu_data_handle_t A2, starpu_data_handle_t V2,
                   starpu_data_handle_t Tf, int priority, int worker = -1);
 
+/// TTQRT: QR of [R1; R2] (R1 the pivot tile's upper triangle, R2 that of the tile A below, a
+/// tile row head factored by GEQRT); R2's upper part becomes V2, its strict lower part (GEQRT's
+/// V) is kept.
+template <class T>
+void submit_ttqrt(int ib, starpu_data_handle_t R, starpu_data_handle_t A, starpu_data_handle_t Tf, int priority,
+                  int worker = -1);
+
+/// TTMQR: [A1; A2] = op(Q) [A1; A2] with Q from TTQRT (V2 = the upper part of the factored
+/// tile, Tf).
+template <class T>
+void submit_ttmqr(char trans, int ib, starpu_data_handle_t A1, starpu_data_handle_t A2, starpu_data_handle_t V2,
+                  starpu_data_handle_t Tf, int priority, int worker = -1);
+
 }  // namespace starfact::codelets

@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,8 +27,34 @@ namespace {
 
 enum class Op { Geqrf, Gels };
 
-const std::vector<std::string> kColumns = {"op", "prec", "m", "n", "nrhs", "nb", "ib", "iter", "time_s", "gflops",
-                                           "residual", "orthogonality", "residual_lapack", "info", "status"};
+/// --tree and --domain (the other options are the factorizations' common ones).
+struct TreeOptions {
+    std::string tree = "auto";
+    int domain = 0;
+};
+
+QrOptions qr_options(const TreeOptions& t) {
+    const QrTree tree = t.tree == "flat" ? QrTree::Flat : t.tree == "binary" ? QrTree::Binary : QrTree::Auto;
+    return {tree, t.domain};
+}
+
+const char* tree_name(QrTree t) { return t == QrTree::Flat ? "flat" : t == QrTree::Binary ? "binary" : "auto"; }
+
+const std::vector<std::string> kColumns = {"op",
+                                           "prec",
+                                           "m",
+                                           "n",
+                                           "nrhs",
+                                           "nb",
+                                           "ib",
+                                           "iter",
+                                           "time_s",
+                                           "gflops",
+                                           "residual",
+                                           "orthogonality",
+                                           "residual_lapack",
+                                           "info",
+                                           "status"};
 
 /// The inner block when the user gave 0: 256 with a GPU (best or within 2% of the best at
 /// nb = 2048-4096 on the H100, docs/performance.md), min(nb, 32) on CPU cores only.
@@ -122,7 +149,7 @@ double lapack_ls_residual(int m, int n, int nrhs, const T* A, int lda, const T* 
 }
 
 template <class T>
-int run_qr(Op op, const FactorOptions& o, const FileInputs<T>& in) {
+int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const FileInputs<T>& in) {
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     const int n = o.n;
     const int m = o.m < 0 ? n : o.m;
@@ -140,6 +167,12 @@ int run_qr(Op op, const FactorOptions& o, const FileInputs<T>& in) {
     config["nb"] = nb;
     config["ib"] = ib;
     config["seed"] = seed;
+    {
+        // The tree as resolved for this tile grid (auto picks flat or binary and the domain).
+        const QrOptions resolved = resolve_qr_options(qr_options(tree), (m + nb - 1) / nb, (n + nb - 1) / nb);
+        config["tree"] = tree_name(resolved.tree);
+        config["domain"] = resolved.domain;
+    }
     add_file_config(config, o);
     out.header(config);
 
@@ -165,23 +198,36 @@ int run_qr(Op op, const FactorOptions& o, const FileInputs<T>& in) {
         TileMatrix<T> tA(m, n, nb), tB(m, nrhs, nb);
         tA.from_lapack(A.data(), lda);
         tB.from_lapack(B.data(), lda);
-        QrFactors<T> F(tA, ib);
+        QrFactors<T> F(tA, ib, qr_options(tree));
         int info = 0;
         trace.start(it, tA, tB);
         const auto t0 = std::chrono::steady_clock::now();
         if (op == Op::Geqrf)
             geqrf(tA, F);
         else
-            info = gels(tA, tB, ib);
+            info = gels(tA, tB, ib, qr_options(tree));
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         times.push_back(secs);
         trace.stop();
 
-        nlohmann::ordered_json r = {{"op", config["op"]}, {"prec", o.prec}, {"m", m}, {"n", n}, {"nrhs", nrhs},
-                                    {"nb", nb}, {"ib", ib}, {"iter", it}, {"time_s", secs},
-                                    {"gflops", secs > 0 ? flops / secs / 1e9 : 0.0}, {"sched", rt.scheduler()},
-                                    {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()}, {"seed", seed}, {"info", info},
-                                    {"residual", nullptr}, {"orthogonality", nullptr}, {"residual_lapack", nullptr}};
+        nlohmann::ordered_json r = {{"op", config["op"]},
+                                    {"prec", o.prec},
+                                    {"m", m},
+                                    {"n", n},
+                                    {"nrhs", nrhs},
+                                    {"nb", nb},
+                                    {"ib", ib},
+                                    {"iter", it},
+                                    {"time_s", secs},
+                                    {"gflops", secs > 0 ? flops / secs / 1e9 : 0.0},
+                                    {"sched", rt.scheduler()},
+                                    {"ncpu", rt.ncpu()},
+                                    {"ncuda", rt.ncuda()},
+                                    {"seed", seed},
+                                    {"info", info},
+                                    {"residual", nullptr},
+                                    {"orthogonality", nullptr},
+                                    {"residual_lapack", nullptr}};
         // A random uniform matrix has full rank with probability one: a nonzero info fails.
         bool ok = info == 0;
         if (op == Op::Gels && it == o.niter && info == 0 && !o.x_file.empty()) {
@@ -216,9 +262,19 @@ int run_qr(Op op, const FactorOptions& o, const FileInputs<T>& in) {
     trace.write();
     if (o.niter > 1) {
         const double t = median(times);
-        out.row({{"op", config["op"]}, {"prec", o.prec}, {"m", m}, {"n", n}, {"nrhs", nrhs}, {"nb", nb}, {"ib", ib},
-                 {"iter", "median"}, {"time_s", t}, {"gflops", t > 0 ? flops / t / 1e9 : 0.0},
-                 {"sched", rt.scheduler()}, {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()},
+        out.row({{"op", config["op"]},
+                 {"prec", o.prec},
+                 {"m", m},
+                 {"n", n},
+                 {"nrhs", nrhs},
+                 {"nb", nb},
+                 {"ib", ib},
+                 {"iter", "median"},
+                 {"time_s", t},
+                 {"gflops", t > 0 ? flops / t / 1e9 : 0.0},
+                 {"sched", rt.scheduler()},
+                 {"ncpu", rt.ncpu()},
+                 {"ncuda", rt.ncuda()},
                  {"status", failed ? "FAILED" : "ok"}});
     }
     return failed;
@@ -226,24 +282,27 @@ int run_qr(Op op, const FactorOptions& o, const FileInputs<T>& in) {
 
 /// The usage checks that need the files' shapes, then the run.
 template <class T>
-int start_qr(Op op, FactorOptions& o) {
+int start_qr(Op op, FactorOptions& o, const TreeOptions& tree) {
     const FileInputs<T> in = load_file_inputs<T>(o, Shape::Tall, op == Op::Gels ? FileUse::Solve : FileUse::Matrix);
     const int m = o.m >= 0 ? o.m : o.n;
     if (m < o.n)
         throw ArgumentError("-m", fmt::format("must be >= n = {} (tile QR of a wide matrix is not "
-                                              "supported), got {}", o.n, m));
+                                              "supported), got {}",
+                                              o.n, m));
     const int elem = o.prec == "s" ? 4 : 8;
     check_problem_size("-n", m, o.n, elem, o.check ? 6 : 2);
     if (op == Op::Gels) check_problem_size("--nrhs", m, o.nrhs, elem, o.check ? 4 : 2);
-    return run_qr<T>(op, o, in);
+    return run_qr<T>(op, o, tree, in);
 }
 
 void add_command(CLI::App& app, Run& run, Op op) {
     auto opts = std::make_shared<FactorOptions>();
+    auto tree = std::make_shared<TreeOptions>();
     CLI::App* cmd = op == Op::Geqrf
                         ? app.add_subcommand("geqrf", "Tile Householder QR of a random m x n matrix (m >= n)")
-                        : app.add_subcommand("gels", "Least squares min ||A X - B|| with A random m x n (m >= n), "
-                                                     "by tile QR");
+                        : app.add_subcommand("gels",
+                                             "Least squares min ||A X - B|| with A random m x n (m >= n), "
+                                             "by tile QR");
     add_factor_options(*cmd, *opts);
     const CLI::Range non_negative(0, std::numeric_limits<int>::max());
     cmd->add_option("-m", opts->m, "Rows (default: n); m >= n")->check(non_negative);
@@ -253,20 +312,30 @@ void add_command(CLI::App& app, Run& run, Op op) {
                     "Inner block of the kernels; 0 picks 256 with a GPU (and nb 0 picks 4096), min(nb, 32) without")
         ->check(non_negative)
         ->capture_default_str();
+    cmd->add_option("--tree", tree->tree,
+                    "How each panel's tile rows are eliminated: flat (one chain of TSQRTs), binary (flat chains in\n"
+                    "domains of --domain tile rows, then a binary tree of TTQRTs over their heads), auto (binary\n"
+                    "for tall matrices, see docs/performance.md)")
+        ->check(CLI::IsMember({"flat", "binary", "auto"}))
+        ->capture_default_str();
+    cmd->add_option("--domain", tree->domain,
+                    "Tile rows per domain of the binary tree (1: pure binary tree); 0 picks one")
+        ->check(non_negative)
+        ->capture_default_str();
     add_file_options(*cmd, *opts, op == Op::Gels ? FileUse::Solve : FileUse::Matrix);
     cmd->footer(op == Op::Geqrf
                     ? "The checks form the thin Q (m x n) from the factors: ||A - Q R||_1 / (m ||A||_1 eps) < 30\n"
                       "(residual) and ||I - Q^T Q||_1 / (m eps) < 30 (orthogonality).\n"
-                      "Example: starfact geqrf -m 32768 -n 4096 --nb 1024 --check"
+                      "Example: starfact geqrf -m 32768 -n 4096 --nb 1024 --tree binary --domain 1 --check"
                     : "The check, with r = b - A x per column: ||A^T r||_2 / (||A||_F (||A||_F ||x||_2 + ||b||_2)\n"
                       "max(m, n) eps) < 30 (zero for the exact least-squares solution), printed next to LAPACK's\n"
                       "gels on the same problem (residual_lapack).\n"
                       "Example: starfact gels -m 20000 -n 5000 --nrhs 8 --check\n"
                       "With files (X gets the n x nrhs solution): starfact gels --A A.npy --B B.npy --X X.npy");
-    cmd->callback([&run, opts, op, cmd] {
+    cmd->callback([&run, opts, tree, op, cmd] {
         note_given_options(*cmd, *opts);
-        run = [opts, op]() -> int {
-            return opts->prec == "s" ? start_qr<float>(op, *opts) : start_qr<double>(op, *opts);
+        run = [opts, tree, op]() -> int {
+            return opts->prec == "s" ? start_qr<float>(op, *opts, *tree) : start_qr<double>(op, *opts, *tree);
         };
     });
 }

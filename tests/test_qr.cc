@@ -1,5 +1,7 @@
 // Tile QR through StarPU (geqrf, qr_apply, orgqr, geqrs, gels): the QR residual and the
-// orthogonality of Q on square, 2:1, 10:1 and m = n + 3 matrices around nb, Q and Q^T round trips,
+// orthogonality of Q on square, 2:1, 10:1 and m = n + 3 matrices around nb, with the flat chain and
+// with reduction trees of several domain sizes (the flat one bitwise the former algorithm's result),
+// Q and Q^T round trips,
 // least-squares residuals next to LAPACK's gels, exact info for planted zero columns, NaN input,
 // argument errors, and the codelets and the algorithm forced to CPU and to CUDA workers.
 #include <gtest/gtest.h>
@@ -69,8 +71,7 @@ double normalized_difference(const HostMatrix<T>& X, const HostMatrix<T>& Y, con
     HostMatrix<T> D(X.m, X.n, X.m);
     for (int j = 0; j < X.n; ++j)
         for (int i = 0; i < X.m; ++i) D(i, j) = X(i, j) - Y(i, j);
-    return blas::lange('1', X.m, X.n, D.ptr(), D.ld) /
-           (X.m * blas::lange('1', A->m, A->n, A->ptr(), A->ld) * eps<T>());
+    return blas::lange('1', X.m, X.n, D.ptr(), D.ld) / (X.m * blas::lange('1', A->m, A->n, A->ptr(), A->ld) * eps<T>());
 }
 
 /// The factor of geqrf and the first q columns of Q (orgqr), copied out with A's leading dimension.
@@ -80,10 +81,10 @@ struct Factored {
 };
 
 template <class T>
-Factored<T> factor(const HostMatrix<T>& A, int nb, int ib, int q) {
+Factored<T> factor(const HostMatrix<T>& A, int nb, int ib, int q, QrOptions options = {}) {
     TileMatrix<T> tA(A.m, A.n, nb), tQ(A.m, q, nb);
     tA.from_lapack(A.ptr(), A.ld);
-    QrFactors<T> F(tA, ib);
+    QrFactors<T> F(tA, ib, options);
     geqrf(tA, F);
     orgqr(tA, F, tQ);
     Factored<T> out{HostMatrix<T>(A.m, A.n, A.ld), HostMatrix<T>(A.m, q, A.ld)};
@@ -137,11 +138,12 @@ int lapack_gels(int m, int n, int nrhs, float* A, int lda, float* B, int ldb) {
 
 /// gels through StarPU on copies of A and B; returns info and the solution (B's shape).
 template <class T>
-std::pair<int, HostMatrix<T>> tile_gels(const HostMatrix<T>& A, const HostMatrix<T>& B, int nb, int ib) {
+std::pair<int, HostMatrix<T>> tile_gels(const HostMatrix<T>& A, const HostMatrix<T>& B, int nb, int ib,
+                                        QrOptions options = {}) {
     TileMatrix<T> tA(A.m, A.n, nb), tB(B.m, B.n, nb);
     tA.from_lapack(A.ptr(), A.ld);
     tB.from_lapack(B.ptr(), B.ld);
-    const int info = gels(tA, tB, ib);
+    const int info = gels(tA, tB, ib, options);
     HostMatrix<T> X(B.m, B.n, B.ld);
     tB.to_lapack(X.ptr(), X.ld);
     return {info, std::move(X)};
@@ -217,8 +219,7 @@ TYPED_TEST(Qr, GelsAroundNbNextToLapack) {
         for (int n : {1, 2, 3, nb - 1, nb, nb + 1, 2 * nb + 1, 3 * nb + 7})
             for (auto [m, nn] : shapes(n))
                 for (int nrhs : {1, 2 * nb + 1}) {
-                    SCOPED_TRACE(::testing::Message()
-                                 << "m=" << m << " n=" << nn << " nb=" << nb << " nrhs=" << nrhs);
+                    SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << nn << " nb=" << nb << " nrhs=" << nrhs);
                     const auto A = random_matrix<T>(m, nn, m + 1, ++s);
                     const auto B = random_matrix<T>(m, nrhs, m + 2, ++s);
                     auto [info, X] = tile_gels(A, B, nb, 3);
@@ -322,6 +323,176 @@ TYPED_TEST(Qr, ArgumentErrorsComeBeforeAnyTask) {
     expect_arg("B", [&] { geqrs(sq, F, other_nb); });
 }
 
+// ---- reduction trees ----------------------------------------------------------------------------
+
+/// The shapes the trees are tried on: 10:1, 2:1, square, and a tall one with a short last tile row
+/// and a narrow last tile column.
+std::vector<std::pair<int, int>> tree_shapes(int nb) {
+    return {{10 * (2 * nb), 2 * nb}, {2 * (2 * nb + 1), 2 * nb + 1}, {3 * nb, 3 * nb}, {13 * nb + 5, nb + 3}};
+}
+
+TYPED_TEST(Qr, TreeResidualsOrthogonalityAndGelsOverDomains) {
+    using T = TypeParam;
+    std::uint64_t s = this->seed();
+    for (int nb : {7, 8})
+        for (auto [m, n] : tree_shapes(nb))
+            for (int domain : {1, 2, 3, 1000}) {
+                const QrOptions o{QrTree::Binary, domain};
+                SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n << " nb=" << nb << " domain=" << domain);
+                const auto A = random_matrix<T>(m, n, m + 2, ++s);
+                const Factored<T> f = factor(A, nb, 3, n, o);
+                EXPECT_PRED_FORMAT1(ResidualPasses, qr_residual(A, f.F, f.Q));
+                EXPECT_PRED_FORMAT1(ResidualPasses, orthogonality(f.Q));
+                EXPECT_EQ(non_finite(f.F), 0);
+                EXPECT_EQ(non_nan_in_padding(f.F), 0);
+                const auto B = random_matrix<T>(m, 3, m + 1, ++s);
+                auto [info, X] = tile_gels(A, B, nb, 3, o);
+                EXPECT_EQ(info, 0);
+                const LsRatios r = ls_ratios(A, X, B);
+                EXPECT_PRED_FORMAT1(ResidualPasses, r.robust);
+                if (m >= 2 * n) {  // the TESTING.md ratio needs a residual that is not small
+                    EXPECT_PRED_FORMAT1(ResidualPasses, r.testing);
+                }
+            }
+}
+
+TYPED_TEST(Qr, TreeFullQAndApplications) {
+    // The full m x m Q of a tree (orgqr), and Q^T then Q on a block of right-hand sides.
+    using T = TypeParam;
+    const int nb = 8, ib = 3, m = 75, n = 17;
+    const auto A = random_matrix<T>(m, n, m, this->seed());
+    for (int domain : {1, 2}) {
+        const QrOptions o{QrTree::Binary, domain};
+        SCOPED_TRACE(::testing::Message() << "domain=" << domain);
+        const Factored<T> f = factor(A, nb, ib, m, o);
+        EXPECT_PRED_FORMAT1(ResidualPasses, qr_residual(A, f.F, f.Q));
+        EXPECT_PRED_FORMAT1(ResidualPasses, orthogonality(f.Q));
+        TileMatrix<T> tA(m, n, nb), tB(m, 11, nb);
+        tA.from_lapack(A.ptr(), A.ld);
+        const auto B = random_matrix<T>(m, 11, m, this->seed() + 1);
+        tB.from_lapack(B.ptr(), B.ld);
+        QrFactors<T> F(tA, ib, o);
+        geqrf(tA, F);
+        qr_apply('T', tA, F, tB);
+        qr_apply('N', tA, F, tB);
+        HostMatrix<T> B2(m, 11, m);
+        tB.to_lapack(B2.ptr(), B2.ld);
+        EXPECT_PRED_FORMAT1(ResidualPasses, normalized_difference(B2, B));
+    }
+}
+
+TYPED_TEST(Qr, TreePlansAndAutoRule) {
+    using T = TypeParam;
+    TileMatrix<T> tall(100, 16, 8), square(40, 40, 8);  // 13 x 2 and 5 x 5 tiles
+    QrFactors<T> flat(tall, 3, {QrTree::Flat, 0}), wide_domain(tall, 3, {QrTree::Binary, 1000});
+    QrFactors<T> binary(tall, 3, {QrTree::Binary, 1}), auto_tall(tall, 3), auto_square(square, 3);
+    using K = QrStep::Kind;
+    for (int k = 0; k < tall.nt(); ++k) {
+        // A domain covering all rows is the flat chain: GEQRT of row k, then TS of each row into k.
+        ASSERT_EQ(flat.steps(k).size(), static_cast<std::size_t>(tall.mt() - k));
+        ASSERT_EQ(wide_domain.steps(k).size(), flat.steps(k).size());
+        for (std::size_t s = 0; s < flat.steps(k).size(); ++s) {
+            const QrStep& a = flat.steps(k)[s];
+            const QrStep& b = wide_domain.steps(k)[s];
+            EXPECT_EQ(a.kind, s == 0 ? K::Geqrt : K::Ts);
+            EXPECT_EQ(a.row, k + static_cast<int>(s));
+            EXPECT_EQ(a.kind == b.kind && a.pivot == b.pivot && a.row == b.row, true);
+        }
+        // Domain 1: a GEQRT per row and mt - k - 1 TTs, each row eliminated once, the root row k.
+        int geqrt = 0, tt = 0;
+        std::vector<int> eliminated(static_cast<std::size_t>(tall.mt()), 0);
+        for (const QrStep& st : binary.steps(k)) {
+            geqrt += st.kind == K::Geqrt;
+            tt += st.kind == K::Tt;
+            if (st.kind == K::Tt) {
+                EXPECT_LT(st.pivot, st.row);
+                EXPECT_EQ(eliminated[st.pivot], 0) << "a pivot already eliminated";
+                ++eliminated[st.row];
+                EXPECT_NE(binary.Tt(st.row, k), nullptr);
+            }
+        }
+        EXPECT_EQ(geqrt, tall.mt() - k);
+        EXPECT_EQ(tt, tall.mt() - k - 1);
+        EXPECT_EQ(eliminated[k], 0);
+        EXPECT_EQ(flat.Tt(tall.mt() - 1, k), nullptr) << "no second T factors without TT steps";
+    }
+    EXPECT_EQ(auto_tall.options().tree, QrTree::Binary);
+    EXPECT_EQ(auto_square.options().tree, QrTree::Flat);
+    try {
+        QrFactors<T> F(tall, 3, {QrTree::Binary, -1});
+        ADD_FAILURE() << "no ArgumentError for domain -1";
+    } catch (const ArgumentError& e) {
+        EXPECT_EQ(e.argument(), "domain");
+    }
+}
+
+/// The flat tile QR as it was before the trees, in one thread on the CPU kernels: tile column k's
+/// GEQRT and UNMQRs, then a TSQRT and its TSMQRs per tile row below, in order.
+template <class T>
+HostMatrix<T> former_flat_qr(const HostMatrix<T>& A, int nb, int ib) {
+    HostMatrix<T> F = A;
+    const int mt = (A.m + nb - 1) / nb, nt = (A.n + nb - 1) / nb;
+    auto tile = [&](int i, int j) {
+        return F.view().sub(i * nb, j * nb, std::min(nb, A.m - i * nb), std::min(nb, A.n - j * nb));
+    };
+    const int rows = std::min(ib, nb);
+    for (int k = 0; k < nt; ++k) {
+        HostMatrix<T> Tk(rows, nb, rows);
+        cpu::geqrt<T>(ib, tile(k, k), Tk.view());
+        for (int j = k + 1; j < nt; ++j) {
+            const TileView<T> V = tile(k, k);
+            cpu::unmqr<T>('L', 'T', ib, TileView<const T>{V.data, V.m, V.n, V.ld}, Tk.cview(), tile(k, j));
+        }
+        for (int i = k + 1; i < mt; ++i) {
+            HostMatrix<T> Ti(rows, nb, rows);
+            cpu::tsqrt<T>(ib, tile(k, k), tile(i, k), Ti.view());
+            const TileView<T> V2 = tile(i, k);
+            for (int j = k + 1; j < nt; ++j)
+                cpu::tsmqr<T>('T', ib, tile(k, j), tile(i, j), TileView<const T>{V2.data, V2.m, V2.n, V2.ld},
+                              Ti.cview());
+        }
+    }
+    return F;
+}
+
+TYPED_TEST(Qr, FlatTreeIsBitwiseTheFormerAlgorithm) {
+    using T = TypeParam;
+    codelets::ScopedImpl cpu_only(codelets::Impl::Cpu);
+    for (auto [m, n, nb, ib] : {std::tuple{61, 23, 8, 3}, {40, 40, 8, 8}, {90, 9, 7, 2}}) {
+        SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n << " nb=" << nb << " ib=" << ib);
+        const auto A = random_matrix<T>(m, n, m, this->seed() + m + n);
+        const HostMatrix<T> want = former_flat_qr(A, nb, ib);
+        TileMatrix<T> tA(m, n, nb);
+        tA.from_lapack(A.ptr(), A.ld);
+        QrFactors<T> F(tA, ib, {QrTree::Flat, 0});
+        geqrf(tA, F);
+        HostMatrix<T> got(m, n, m);
+        tA.to_lapack(got.ptr(), got.ld);
+        int differ = 0;
+        for (int j = 0; j < n; ++j)
+            for (int i = 0; i < m; ++i) differ += !(got(i, j) == want(i, j));
+        EXPECT_EQ(differ, 0) << "entries that are not bitwise the former flat algorithm's";
+    }
+}
+
+TYPED_TEST(Qr, TreeOnCudaWorkersMatchesChecks) {
+    using T = TypeParam;
+    STARFACT_REQUIRE_CUDA_WORKER(this->ncuda());
+    codelets::ScopedImpl forced(codelets::Impl::Cuda);
+    for (auto [m, n, nb, ib, domain] : {std::tuple{640, 64, 32, 8, 1}, {1000, 130, 64, 32, 2}, {300, 300, 64, 16, 1}}) {
+        SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n << " nb=" << nb << " domain=" << domain);
+        const QrOptions o{QrTree::Binary, domain};
+        const auto A = random_matrix<T>(m, n, m, this->seed() + n);
+        const Factored<T> f = factor(A, nb, ib, n, o);
+        EXPECT_PRED_FORMAT1(ResidualPasses, qr_residual(A, f.F, f.Q));
+        EXPECT_PRED_FORMAT1(ResidualPasses, orthogonality(f.Q));
+        const auto B = random_matrix<T>(m, 2, m, this->seed() + 2 * n);
+        auto [info, X] = tile_gels(A, B, nb, ib, o);
+        EXPECT_EQ(info, 0);
+        EXPECT_PRED_FORMAT1(ResidualPasses, ls_ratios(A, X, B).robust);
+    }
+}
+
 // ---- the codelets forced to one kind of worker, against the pure CPU kernels --------------------
 
 /// A host matrix registered as a StarPU tile for the lifetime of the object.
@@ -380,8 +551,12 @@ void codelets_match_cpu_kernels(codelets::Impl impl, std::uint64_t seed) {
     }
     EXPECT_EQ(take_kernel_error(), "") << "a kernel recorded an error";
     const double tol = (impl == codelets::Impl::Cpu ? 4.0 : 30.0 * nb) * eps<T>();
-    for (auto [name, got, want] : {std::tuple{"A1", &a1, &rA1}, {"A2", &a2, &rA2}, {"C1", &c1, &rC1},
-                                   {"C2", &c2, &rC2}, {"D1", &d1, &rD1}, {"D2", &d2, &rD2}}) {
+    for (auto [name, got, want] : {std::tuple{"A1", &a1, &rA1},
+                                   {"A2", &a2, &rA2},
+                                   {"C1", &c1, &rC1},
+                                   {"C2", &c2, &rC2},
+                                   {"D1", &d1, &rD1},
+                                   {"D2", &d2, &rD2}}) {
         EXPECT_EQ(non_finite(*got), 0) << name;
         EXPECT_LE(max_relative(*got, *want), tol) << name;
     }

@@ -1,4 +1,4 @@
-// The CUDA QR kernels (cuda::geqrt/unmqr/tsqrt/tsmqr) against their CPU twins, called directly
+// The CUDA QR kernels (cuda::geqrt/unmqr/tsqrt/tsmqr/ttqrt/ttmqr) against their CPU twins, called directly
 // on a stream of our own (no StarPU): the whole storage compared (NaN at the same places, so
 // padding, R's strict lower triangle and the unused entries of the T factors stay poisoned,
 // values within 30 K eps of the CPU's), plus the factorizations' own residuals through the CPU
@@ -41,7 +41,6 @@ std::vector<int> inner_blocks(int K) {
     return ibs;
 }
 
-
 /// The worst |gpu - cpu| / tolerance (or residual / threshold) a test met, and where; printed
 /// at the end of the test so that a passing run still shows its margins.
 class Worst {
@@ -78,8 +77,8 @@ template <class T>
         const T g = gpu.data[e], c = cpu.data[e];
         if (g == c || (std::isnan(g) && std::isnan(c))) continue;
         if (std::isnan(g) || std::isnan(c))
-            return ::testing::AssertionFailure() << "entry (" << e % gpu.ld << ", " << e / gpu.ld << "): gpu " << g
-                                                 << ", cpu " << c << " (one NaN)";
+            return ::testing::AssertionFailure()
+                   << "entry (" << e % gpu.ld << ", " << e / gpu.ld << "): gpu " << g << ", cpu " << c << " (one NaN)";
         const double d = std::abs(static_cast<double>(g) - static_cast<double>(c));
         if (!(d <= diff)) {
             diff = d;
@@ -147,8 +146,8 @@ double geqrt_residual(const HostMatrix<T>& A, const HostMatrix<T>& F, const Host
 /// ||[R0; A0] - Q [R'; 0]||_1 / ((n + m) ||[R0; A0]||_1 eps) of TSQRT's output (R' in R's upper
 /// triangle, V2, Tf): Q applied by the CPU TSMQR.
 template <class T>
-double tsqrt_residual(const HostMatrix<T>& R0, const HostMatrix<T>& A0, const HostMatrix<T>& R,
-                      const HostMatrix<T>& V2, const HostMatrix<T>& Tf, int ib) {
+double tsqrt_residual(const HostMatrix<T>& R0, const HostMatrix<T>& A0, const HostMatrix<T>& R, const HostMatrix<T>& V2,
+                      const HostMatrix<T>& Tf, int ib) {
     const int n = A0.n, m = A0.m;
     HostMatrix<T> X1(n, n, n), X2(m, n, m), S(n + m, n, n + m), QR(n + m, n, n + m);
     for (int j = 0; j < n; ++j) {
@@ -395,6 +394,121 @@ TYPED_TEST(QrCuda, TsmqrMatchesCpu) {
             }
 }
 
+/// A tile row head after its GEQRT, for TTQRT: m x n random (upper part: its R; the rest: its V,
+/// which TTQRT must keep bit for bit).
+template <class T>
+HostMatrix<T> head_tile(int m, int n, std::uint64_t seed) {
+    return random_matrix<T>(m, n, m + 1, seed);
+}
+
+/// ||[R0; U0] - Q [R'; 0]||_1 / ((n + mp) ||[R0; U0]||_1 eps) of TTQRT's output, U0 the upper
+/// part of A0's first mp = min(m, n) rows; Q applied by the CPU TTMQR.
+template <class T>
+double ttqrt_residual(const HostMatrix<T>& R0, const HostMatrix<T>& A0, const HostMatrix<T>& R, const HostMatrix<T>& V2,
+                      const HostMatrix<T>& Tf, int ib) {
+    const int n = A0.n, m = A0.m, mp = std::min(m, n);
+    HostMatrix<T> X1(n, n, n), X2(m, n, m), S(n + mp, n, n + mp), QR(n + mp, n, n + mp);
+    for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < n; ++i) X1(i, j) = i <= j ? R(i, j) : T(0);
+        for (int i = 0; i < m; ++i) X2(i, j) = T(0);
+    }
+    cpu::ttmqr<T>('N', ib, X1.view(), X2.view(), V2.cview(), Tf.cview());
+    for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < n; ++i) {
+            S(i, j) = i <= j ? R0(i, j) : T(0);
+            QR(i, j) = X1(i, j);
+        }
+        for (int i = 0; i < mp; ++i) {
+            S(n + i, j) = i <= j ? A0(i, j) : T(0);
+            QR(n + i, j) = X2(i, j);
+        }
+    }
+    return relative_residual(S, QR);
+}
+
+/// Runs the CPU and the CUDA TTQRT on (R, A) and compares everything.
+template <class T>
+void ttqrt_against_cpu(QrCuda<T>& t, const HostMatrix<T>& R, const HostMatrix<T>& A, int ib, Worst& worst,
+                       Worst& worst_res, const std::string& at) {
+    const int n = A.n, m = A.m, mp = std::min(m, n);
+    HostMatrix<T> Rc = R, Ac = A, Tc = t_tile<T>(ib, n);
+    cpu::ttqrt<T>(ib, Rc.view(), Ac.view(), Tc.view());
+
+    DeviceMatrix<T> dR(R), dA(A), dT(t_tile<T>(ib, n));
+    ASSERT_TRUE(cuda_ok(cuda::ttqrt<T>(t.context(std::max(R.m, m), n, ib), ib, dR.view(), dA.view(), dT.view())));
+    ASSERT_TRUE(t.sync());
+    const HostMatrix<T> Rg = dR.download(), Ag = dA.download(), Tg = dT.download();
+    EXPECT_EQ(non_nan_in_strict_triangle(Rg, 'L'), 0) << "TTQRT wrote R's strict lower triangle or extra rows";
+    int changed = 0;
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i)
+            if ((i > j || i >= mp) && !(Ag(i, j) == A(i, j))) ++changed;
+    EXPECT_EQ(changed, 0) << "TTQRT changed A's strict lower part (another GEQRT's V) or its rows below n";
+    const double res = ttqrt_residual(R, A, Rg, Ag, Tg, ib);
+    worst_res.add(res / kThreshold, at);
+    EXPECT_LT(res, kThreshold) << "the GPU's own factorization";
+    const double tol = tolerance<T>(n, std::max(finite_scale(Rc), finite_scale(Ac)));
+    EXPECT_TRUE(same_storage(Rg, Rc, tol, &worst, at)) << "R";
+    EXPECT_TRUE(same_storage(Ag, Ac, tol, &worst, at)) << "A (V2 over GEQRT's V)";
+    EXPECT_TRUE(same_storage(Tg, Tc, tolerance<T>(n, finite_scale(Tc)), &worst, at)) << "T";
+}
+
+TYPED_TEST(QrCuda, TtqrtMatchesCpu) {
+    using T = TypeParam;
+    Worst worst("|gpu - cpu| / tol"), worst_res("||[R; U] - Q [R'; 0]|| / ((mp + n) ||.|| eps) / 30");
+    for (int n : kSizes)
+        for (int m : {n, n + 5, std::max(1, n / 3)})
+            for (int ib : inner_blocks(n)) {
+                const std::string at = where(m, n, ib);
+                SCOPED_TRACE(at);
+                const HostMatrix<T> R = random_upper<T>(n, this->seed() + 3 * n);
+                const HostMatrix<T> A = head_tile<T>(m, n, this->seed() + 5 * n + m);
+                ttqrt_against_cpu(*this, R, A, ib, worst, worst_res, at);
+            }
+    // Several of the 256-column panels, the last one partial.
+    for (int m : {40, 600})
+        for (int ib : {32, 100, 600}) {
+            const std::string at = where(m, 600, ib);
+            SCOPED_TRACE(at);
+            ttqrt_against_cpu(*this, random_upper<T>(600, this->seed() + ib), head_tile<T>(m, 600, this->seed() + m),
+                              ib, worst, worst_res, at);
+        }
+}
+
+TYPED_TEST(QrCuda, TtmqrMatchesCpu) {
+    using T = TypeParam;
+    Worst worst("|gpu - cpu| / tol");
+    for (int K : {1, 7, 33, 100, 256, 300})
+        for (int m : {K, K + 5, std::max(1, K / 3)})
+            for (int ib : inner_blocks(K)) {
+                // TTQRT's factors from the CPU; V2's strict lower part keeps the head's V (random).
+                HostMatrix<T> R = random_upper<T>(K, this->seed() + K);
+                HostMatrix<T> V2 = head_tile<T>(m, K, this->seed() + 2 * K + m), Tf = t_tile<T>(ib, K);
+                cpu::ttqrt<T>(ib, R.view(), V2.view(), Tf.view());
+                const DeviceMatrix<T> dV2(V2), dT(Tf);
+                for (int n : {5, K + 3})
+                    for (char trans : {'T', 'N'}) {
+                        const std::string at = where(m, K, ib, trans) + ", A.n = " + std::to_string(n);
+                        SCOPED_TRACE(at);
+                        HostMatrix<T> A1 = random_matrix<T>(K + 2, n, K + 3, this->seed() + 11 * K + n + trans);
+                        for (int j = 0; j < n; ++j) A1(K, j) = A1(K + 1, j) = nan<T>();
+                        const HostMatrix<T> A2 = random_matrix<T>(m, n, m + 1, this->seed() + 13 * K + m + n);
+                        HostMatrix<T> A1c = A1, A2c = A2;
+                        cpu::ttmqr<T>(trans, ib, A1c.view(), A2c.view(), V2.cview(), Tf.cview());
+
+                        DeviceMatrix<T> dA1(A1), dA2(A2);
+                        ASSERT_TRUE(cuda_ok(cuda::ttmqr<T>(this->context(std::max(A1.m, m), n, ib), trans, ib,
+                                                           dA1.view(), dA2.view(), dV2.cview(), dT.cview())));
+                        ASSERT_TRUE(this->sync());
+                        const double tol = tolerance<T>(K, std::max(finite_scale(A1c), finite_scale(A2c)));
+                        EXPECT_TRUE(same_storage(dA1.download(), A1c, tol, &worst, at)) << "A1";
+                        EXPECT_TRUE(same_storage(dA2.download(), A2c, tol, &worst, at)) << "A2";
+                    }
+                EXPECT_TRUE(same_storage(dV2.download(), V2, 0.0)) << "V2 must be read only";
+                EXPECT_TRUE(same_storage(dT.download(), Tf, 0.0)) << "T must be read only";
+            }
+}
+
 TYPED_TEST(QrCuda, NanInputGoesThroughWithoutCrashing) {
     using T = TypeParam;
     for (int K : {7, 64, 100})
@@ -409,8 +523,8 @@ TYPED_TEST(QrCuda, NanInputGoesThroughWithoutCrashing) {
             ASSERT_TRUE(cuda_ok(cuda::geqrt<T>(this->context(m, K, ib), ib, dA.view(), dT.view())));
             // UNMQR with those factors on a clean C.
             DeviceMatrix<T> dC(random_matrix<T>(m, 9, m, this->seed() + 2 * K));
-            ASSERT_TRUE(cuda_ok(
-                cuda::unmqr<T>(this->context(m, 9, ib), 'L', 'T', ib, dA.cview(), dT.cview(), dC.view())));
+            ASSERT_TRUE(
+                cuda_ok(cuda::unmqr<T>(this->context(m, 9, ib), 'L', 'T', ib, dA.cview(), dT.cview(), dC.view())));
             // TSQRT: NaN in R's diagonal and in A; then TSMQR with its factors.
             HostMatrix<T> R = random_upper<T>(K, this->seed() + 3 * K);
             R(K / 3, K / 3) = nan<T>();
@@ -420,8 +534,8 @@ TYPED_TEST(QrCuda, NanInputGoesThroughWithoutCrashing) {
             ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(this->context(m, K, ib), ib, dR.view(), dB.view(), dT2.view())));
             DeviceMatrix<T> dA1(random_matrix<T>(K, 6, K, this->seed() + 5 * K));
             DeviceMatrix<T> dA2(random_matrix<T>(m, 6, m, this->seed() + 6 * K));
-            ASSERT_TRUE(cuda_ok(cuda::tsmqr<T>(this->context(m, 6, ib), 'T', ib, dA1.view(), dA2.view(), dB.cview(),
-                                               dT2.cview())));
+            ASSERT_TRUE(cuda_ok(
+                cuda::tsmqr<T>(this->context(m, 6, ib), 'T', ib, dA1.view(), dA2.view(), dB.cview(), dT2.cview())));
             ASSERT_TRUE(this->sync());
             // The structure still holds: padding and R's strict lower triangle untouched.
             EXPECT_EQ(non_nan_in_padding(dA.download()), 0);
@@ -484,13 +598,26 @@ TYPED_TEST(QrCuda, WorkspaceOfExactlyTheReportedSizeIsEnough) {
     DeviceMatrix<T> A(random_matrix<T>(nb, nb, nb, this->seed() + 3));
     ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(this->context(nb, nb, ib), ib, D.view(), A.view(), Tt.view())));
     DeviceMatrix<T> A2(random_matrix<T>(nb, nb, nb, this->seed() + 4));
-    ASSERT_TRUE(cuda_ok(cuda::tsmqr<T>(this->context(nb, nb, ib), 'T', ib, C.view(), A2.view(), A.cview(), Tt.cview())));
+    ASSERT_TRUE(
+        cuda_ok(cuda::tsmqr<T>(this->context(nb, nb, ib), 'T', ib, C.view(), A2.view(), A.cview(), Tt.cview())));
     DeviceMatrix<T> B1(random_matrix<T>(nb, 3, nb, this->seed() + 5)), B2(random_matrix<T>(7, 3, 7, this->seed() + 6));
     DeviceMatrix<T> V2(random_matrix<T>(7, nb, 7, this->seed() + 7)), T2(t_tile<T>(ib, nb));
     DeviceMatrix<T> R2(random_upper<T>(nb, this->seed() + 8));
     ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(this->context(R2.m, nb, ib), ib, R2.view(), V2.view(), T2.view())));
-    ASSERT_TRUE(cuda_ok(cuda::tsmqr<T>(this->context(nb, 3, ib), 'N', ib, B1.view(), B2.view(), V2.cview(), T2.cview())));
+    ASSERT_TRUE(
+        cuda_ok(cuda::tsmqr<T>(this->context(nb, 3, ib), 'N', ib, B1.view(), B2.view(), V2.cview(), T2.cview())));
+    // TTQRT of a full head and of a 7-row edge head into D's R, then their TTMQRs.
+    DeviceMatrix<T> H(random_matrix<T>(nb, nb, nb, this->seed() + 9)), Th(t_tile<T>(ib, nb));
+    ASSERT_TRUE(cuda_ok(cuda::ttqrt<T>(this->context(nb, nb, ib), ib, D.view(), H.view(), Th.view())));
+    ASSERT_TRUE(
+        cuda_ok(cuda::ttmqr<T>(this->context(nb, nb, ib), 'T', ib, C.view(), A2.view(), H.cview(), Th.cview())));
+    DeviceMatrix<T> He(random_matrix<T>(7, nb, 7, this->seed() + 10)), The(t_tile<T>(ib, nb));
+    ASSERT_TRUE(cuda_ok(cuda::ttqrt<T>(this->context(R2.m, nb, ib), ib, R2.view(), He.view(), The.view())));
+    DeviceMatrix<T> E2(random_matrix<T>(7, 3, 7, this->seed() + 11));
+    ASSERT_TRUE(
+        cuda_ok(cuda::ttmqr<T>(this->context(nb, 3, ib), 'N', ib, B1.view(), E2.view(), He.cview(), The.cview())));
     ASSERT_TRUE(this->sync());
+    EXPECT_EQ(non_finite(E2.download()), 0);
     EXPECT_EQ(non_finite(C.download()), 0);
     EXPECT_EQ(non_finite(Cn.download()), 0);
     EXPECT_EQ(non_finite(A2.download()), 0);
@@ -539,7 +666,8 @@ TYPED_TEST(QrCuda, TileQrOnA3x3GridMatchesCpu) {
         const int kk = at(k, k);
         ASSERT_TRUE(cuda_ok(cuda::geqrt<T>(ctx, ib, dA[kk].view(), dTg[k].view())));
         for (int j = k + 1; j < nt; ++j)
-            ASSERT_TRUE(cuda_ok(cuda::unmqr<T>(ctx, 'L', 'T', ib, dA[kk].cview(), dTg[k].cview(), dA[at(k, j)].view())));
+            ASSERT_TRUE(
+                cuda_ok(cuda::unmqr<T>(ctx, 'L', 'T', ib, dA[kk].cview(), dTg[k].cview(), dA[at(k, j)].view())));
         for (int i = k + 1; i < nt; ++i) {
             const int ik = at(i, k);
             ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(ctx, ib, dA[kk].view(), dA[ik].view(), dTt[ik].view())));

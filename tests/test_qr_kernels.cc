@@ -1,7 +1,9 @@
-// CPU kernels of tile QR (GEQRT, UNMQR, TSQRT, TSMQR): the normalized QR residuals of
-// TESTING.md, round trips, NaN poisoning of the diagonal tile's V and a whole 3 x 3 tile QR.
+// CPU kernels of tile QR (GEQRT, UNMQR, TSQRT, TSMQR, TTQRT, TTMQR): the normalized QR residuals
+// of TESTING.md, round trips, NaN poisoning of the diagonal tile's V, TTQRT/TTMQR against
+// LAPACKE's dtpqrt/dtpmqrt with l = the triangle's rows, and a whole 3 x 3 tile QR.
 // No Runtime needed.
 #include <gtest/gtest.h>
+#include <lapacke.h>
 
 #include <algorithm>
 #include <cmath>
@@ -214,6 +216,118 @@ TYPED_TEST(QrKernels, TsqrtTsmqrAnnihilateAndOrthogonal) {
             }
 }
 
+int lapack_tpqrt(int m, int n, int l, int nb, double* a, int lda, double* b, int ldb, double* t, int ldt) {
+    return LAPACKE_dtpqrt(LAPACK_COL_MAJOR, m, n, l, nb, a, lda, b, ldb, t, ldt);
+}
+int lapack_tpqrt(int m, int n, int l, int nb, float* a, int lda, float* b, int ldb, float* t, int ldt) {
+    return LAPACKE_stpqrt(LAPACK_COL_MAJOR, m, n, l, nb, a, lda, b, ldb, t, ldt);
+}
+int lapack_tpmqrt(char trans, int m, int n, int k, int l, int nb, const double* v, int ldv, const double* t, int ldt,
+                  double* a, int lda, double* b, int ldb) {
+    return LAPACKE_dtpmqrt(LAPACK_COL_MAJOR, 'L', trans, m, n, k, l, nb, v, ldv, t, ldt, a, lda, b, ldb);
+}
+int lapack_tpmqrt(char trans, int m, int n, int k, int l, int nb, const float* v, int ldv, const float* t, int ldt,
+                  float* a, int lda, float* b, int ldb) {
+    return LAPACKE_stpmqrt(LAPACK_COL_MAJOR, 'L', trans, m, n, k, l, nb, v, ldv, t, ldt, a, lda, b, ldb);
+}
+
+/// A tile row head after its GEQRT, for TTQRT: m x n, random upper triangle/trapezoid (its R) and
+/// random strict lower part and rows (its V, which TTQRT must keep).
+template <class T>
+HostMatrix<T> head_tile(int m, int n, std::uint64_t seed) {
+    return random_matrix<T>(m, n, m + 1, seed);
+}
+
+/// The first mp rows of A's upper part, zeros below the diagonal (what TTQRT eliminates).
+template <class T>
+HostMatrix<T> upper_rows(const HostMatrix<T>& A, int mp) {
+    HostMatrix<T> U(mp, A.n, mp + 1);
+    for (int j = 0; j < A.n; ++j)
+        for (int i = 0; i < mp; ++i) U(i, j) = i <= j ? A(i, j) : T(0);
+    return U;
+}
+
+TYPED_TEST(QrKernels, TtqrtTtmqrMatchLapackAndAnnihilate) {
+    using T = TypeParam;
+    std::uint64_t s = this->seed();
+    for (int n : {1, 5, 32, 33})
+        for (int m : {n, n + 3, std::max(1, n - 2)})
+            for (int ib : {1, 4, n}) {
+                SCOPED_TRACE(::testing::Message() << "n = " << n << ", m = " << m << ", ib = " << ib);
+                const int mp = std::min(m, n);
+                const HostMatrix<T> R0 = upper_tile<T>(n, ++s, T(0));
+                const HostMatrix<T> A0 = head_tile<T>(m, n, ++s);
+                HostMatrix<T> R = upper_tile<T>(n, 0, nan<T>());
+                for (int j = 0; j < n; ++j)
+                    for (int i = 0; i <= j; ++i) R(i, j) = R0(i, j);
+                HostMatrix<T> V2 = A0, Tf = t_tile<T>(ib, n);
+                cpu::ttqrt<T>(ib, R.view(), V2.view(), Tf.view());
+                EXPECT_EQ(non_nan_in_strict_triangle(R, 'L'), 0);
+                EXPECT_EQ(non_finite(R, 'U'), 0);
+                EXPECT_EQ(non_nan_in_padding(V2), 0);
+                // GEQRT's V (strict lower part) and the rows below the triangle are kept exactly.
+                for (int j = 0; j < n; ++j)
+                    for (int i = 0; i < m; ++i) {
+                        if (i > j || i >= mp) {
+                            ASSERT_EQ(V2(i, j), A0(i, j)) << "i = " << i << ", j = " << j;
+                        }
+                    }
+
+                // LAPACK's dtpqrt with l = mp on the triangle alone gives the same numbers.
+                HostMatrix<T> Rl = R0, Bl = upper_rows(A0, mp), Tl(std::max(ib, 1), n, std::max(ib, 1));
+                const int ibl = std::min(ib, n);  // LAPACK wants 1 <= nb <= n; the kernel clamps
+                // LAPACKE's dtpmqrt scans T for NaN, entries dtpqrt leaves unset included.
+                for (int j = 0; j < n; ++j)
+                    for (int i = 0; i < Tl.m; ++i) Tl(i, j) = T(0);
+                ASSERT_EQ(lapack_tpqrt(mp, n, mp, ibl, Rl.ptr(), Rl.ld, Bl.ptr(), Bl.ld, Tl.ptr(), Tl.ld), 0);
+                for (int j = 0; j < n; ++j) {
+                    for (int i = 0; i <= j; ++i) ASSERT_EQ(R(i, j), Rl(i, j)) << "R' " << i << "," << j;
+                    for (int i = 0; i < mp && i <= j; ++i) ASSERT_EQ(V2(i, j), Bl(i, j)) << "V2 " << i << "," << j;
+                }
+
+                // Q^T [R0; U0] = [R'; 0] and Q [R'; 0] = [R0; U0], Q^T Q = I, through TTMQR with the
+                // lower tile's strict lower part left in V2 (TTMQR must not read it) and rows of
+                // A2 below mp that must not change.
+                const HostMatrix<T> U0 = upper_rows(A0, mp);
+                HostMatrix<T> A1 = R0, A2 = random_matrix<T>(m, n, m + 1, ++s);
+                const HostMatrix<T> A2keep = A2;
+                for (int j = 0; j < n; ++j)
+                    for (int i = 0; i < mp; ++i) A2(i, j) = U0(i, j);
+                cpu::ttmqr<T>('T', ib, A1.view(), A2.view(), V2.cview(), Tf.cview());
+                HostMatrix<T> Z(mp, n, mp + 1);
+                for (int j = 0; j < n; ++j)
+                    for (int i = 0; i < mp; ++i) Z(i, j) = T(0);
+                EXPECT_LT(normalized(stack(A1, rows_of(A2, 0, mp)), stack(upper(R), Z), stack(R0, U0)), kLimit);
+                for (int j = 0; j < n; ++j)
+                    for (int i = mp; i < m; ++i) ASSERT_EQ(A2(i, j), A2keep(i, j));
+
+                const HostMatrix<T> I = identity<T>(n + mp, n + mp);
+                HostMatrix<T> Q1 = rows_of(I, 0, n), Q2 = rows_of(I, n, mp);
+                // V2 as m x n with only mp rows in play: give TTMQR an A2 of V2's rows (ld m + 1).
+                HostMatrix<T> Q2m(m, n + mp, m + 1);
+                for (int j = 0; j < n + mp; ++j)
+                    for (int i = 0; i < m; ++i) Q2m(i, j) = i < mp ? Q2(i, j) : T(0);
+                cpu::ttmqr<T>('N', ib, Q1.view(), Q2m.view(), V2.cview(), Tf.cview());
+                const HostMatrix<T> Q = stack(Q1, rows_of(Q2m, 0, mp));
+                EXPECT_LT(orthogonality(Q), kLimit);
+                EXPECT_LT(normalized(product(Q, false, stack(upper(R), Z)), stack(R0, U0), stack(R0, U0)), kLimit);
+
+                // TTMQR against LAPACK's dtpmqrt (l = mp) on random pairs, both directions.
+                for (char trans : {'T', 'N'}) {
+                    HostMatrix<T> B1 = random_matrix<T>(n, 7, n + 1, ++s), B2 = random_matrix<T>(m, 7, m + 1, ++s);
+                    HostMatrix<T> L1 = B1, L2 = B2;
+                    cpu::ttmqr<T>(trans, ib, B1.view(), B2.view(), V2.cview(), Tf.cview());
+                    ASSERT_EQ(lapack_tpmqrt(trans, mp, 7, n, mp, ibl, Bl.ptr(), Bl.ld, Tl.ptr(), Tl.ld, L1.ptr(), L1.ld,
+                                            L2.ptr(), L2.ld),
+                              0);
+                    for (int j = 0; j < 7; ++j) {
+                        for (int i = 0; i < n; ++i) ASSERT_EQ(B1(i, j), L1(i, j));
+                        for (int i = 0; i < m; ++i) ASSERT_EQ(B2(i, j), L2(i, j));
+                    }
+                }
+            }
+}
+
 /// A matrix stored as mt x nt separate tiles (each with NaN padding).
 template <class T>
 struct Tiles {
@@ -245,11 +359,12 @@ TYPED_TEST(QrKernels, WholeTileQr) {
     const std::vector<Case> cases = {{{6, 6, 6}, {6, 6, 6}}, {{8, 8, 5}, {8, 8, 5}}, {{7, 7, 7}, {7, 7, 3}}};
     for (const Case& c : cases)
         for (int ib : {1, 3, 8}) {
-            SCOPED_TRACE(::testing::Message() << "nb = " << c.rows[0] << ", last = " << c.rows[2] << "x"
-                                              << c.cols[2] << ", ib = " << ib);
+            SCOPED_TRACE(::testing::Message()
+                         << "nb = " << c.rows[0] << ", last = " << c.rows[2] << "x" << c.cols[2] << ", ib = " << ib);
             Tiles<T> A{c.rows, c.cols, {}};
             for (int i = 0; i < A.mt(); ++i)
-                for (int j = 0; j < A.nt(); ++j) A.t.push_back(random_matrix<T>(c.rows[i], c.cols[j], c.rows[i] + 1, ++s));
+                for (int j = 0; j < A.nt(); ++j)
+                    A.t.push_back(random_matrix<T>(c.rows[i], c.cols[j], c.rows[i] + 1, ++s));
             const Tiles<T> A0 = A;
             const int mt = A.mt(), nt = A.nt(), kt = std::min(mt, nt);
             std::vector<HostMatrix<T>> Tg, Tt(static_cast<std::size_t>(mt * nt));
@@ -271,7 +386,8 @@ TYPED_TEST(QrKernels, WholeTileQr) {
             // The same Q^T on the original matrix, every tile column.
             Tiles<T> B = A0;
             for (int k = 0; k < kt; ++k) {
-                for (int j = 0; j < nt; ++j) cpu::unmqr<T>('L', 'T', ib, A(k, k).cview(), Tg[k].cview(), B(k, j).view());
+                for (int j = 0; j < nt; ++j)
+                    cpu::unmqr<T>('L', 'T', ib, A(k, k).cview(), Tg[k].cview(), B(k, j).view());
                 for (int i = k + 1; i < mt; ++i)
                     for (int j = 0; j < nt; ++j)
                         cpu::tsmqr<T>('T', ib, B(k, j).view(), B(i, j).view(), A(i, k).cview(), Tt[i * nt + k].cview());

@@ -1,5 +1,6 @@
-// Tile QR: right-looking submission of GEQRT, UNMQR, TSQRT and TSMQR tasks (with the
-// diagonal-tile copy), the application of Q and Q^T, the explicit Q and the least-squares solve.
+// Tile QR: the elimination plan of each panel (flat chain or a tree of domains), right-looking
+// submission of its GEQRT, UNMQR, TSQRT, TSMQR, TTQRT and TTMQR tasks (with copies of the tiles a
+// GEQRT factored), the application of Q and Q^T, the explicit Q and the least-squares solve.
 #include "tile_algorithms/qr.hpp"
 
 #include <algorithm>
@@ -11,12 +12,16 @@
 #include "codelets/codelets.hpp"
 #include "common/error.hpp"
 #include "common/kernel_error.hpp"
-#include "tile_algorithms/diagonal_copies.hpp"
 #include "tile_algorithms/priorities.hpp"
 
 namespace starfact {
 namespace {
 using namespace codelets;
+
+// Auto's rule (docs/performance.md, "Tile QR against cuSOLVER"): a tree once the matrix has at
+// least this many tile rows per tile column, with domains of this many tile rows.
+constexpr int kAutoTreeRatio = 2;
+constexpr int kAutoDomain = 1;
 
 template <class T>
 void check_factors(const TileMatrix<T>& A, const QrFactors<T>& F) {
@@ -30,55 +35,106 @@ void check_rows(const TileMatrix<T>& A, const TileMatrix<T>& B, const char* name
     require(B.nb() == A.nb(), name, fmt::format("must use the tile size of A ({}), got {}", A.nb(), B.nb()));
 }
 
-using starfact::detail::DiagonalCopies;
+// Panel k's eliminations: domains of d rows from row k, a GEQRT on each domain's head and TSs of
+// the other rows into it, then TTs merging the heads pairwise, level by level. Flat is one domain.
+std::vector<QrStep> panel_steps(int k, int mt, const QrOptions& o) {
+    const int d = o.tree == QrTree::Flat ? std::max(1, mt - k) : o.domain;
+    std::vector<QrStep> steps;
+    std::vector<int> heads;
+    for (int h = k; h < mt; h += d) {
+        heads.push_back(h);
+        steps.push_back({QrStep::Kind::Geqrt, -1, h});
+        for (int i = h + 1; i < std::min(mt, h + d); ++i) steps.push_back({QrStep::Kind::Ts, h, i});
+    }
+    // The pivot of a pair is its upper head, so the last tile row (the only one that may be
+    // shorter than the panel is wide) is never a pivot, and the root is row k.
+    for (std::size_t stride = 1; stride < heads.size(); stride *= 2)
+        for (std::size_t a = 0; a + stride < heads.size(); a += 2 * stride)
+            steps.push_back({QrStep::Kind::Tt, heads[a], heads[a + stride]});
+    return steps;
+}
 
-// Right-looking tile QR: panel k (GEQRT, then a TSQRT per tile below), each transformation
-// applied to the tile row or tile pair of every column right of the panel.
+// Right-looking tile QR: panel k's steps, each transformation applied to the tile row or tile
+// pair of every column right of the panel.
 template <class T>
-void submit_factorization(TileMatrix<T>& A, const QrFactors<T>& F, const DiagonalCopies<T>& D) {
-    const int mt = A.mt(), nt = A.nt(), ib = F.ib();
+void submit_factorization(TileMatrix<T>& A, const QrFactors<T>& F) {
+    const int nt = A.nt(), ib = F.ib();
     const Priorities prio{nt};
-    for (int k = 0; k < nt; ++k) {
-        submit_geqrt<T>(ib, A(k, k), F.Tf(k, k), prio.panel_factor(k));
-        // The UNMQRs of row k read the copy: the TSQRTs below rewrite the R part of A(k, k) but
-        // never its V part, and without the copy every UNMQR would wait for all of them.
-        if (k + 1 < nt) submit_lacpy<T>(A(k, k), D[k], prio.panel_factor(k));
-        for (int j = k + 1; j < nt; ++j) submit_unmqr<T>('T', ib, D[k], F.Tf(k, k), A(k, j), prio.update(k, j));
-        for (int i = k + 1; i < mt; ++i) {
-            submit_tsqrt<T>(ib, A(k, k), A(i, k), F.Tf(i, k), prio.panel_solve(k));
-            for (int j = k + 1; j < nt; ++j)
-                submit_tsmqr<T>('T', ib, A(k, j), A(i, j), A(i, k), F.Tf(i, k), prio.update(k, j));
+    for (int k = 0; k < nt; ++k)
+        for (const QrStep& s : F.steps(k)) {
+            const int i = s.row, p = s.pivot;
+            switch (s.kind) {
+                case QrStep::Kind::Geqrt: {
+                    submit_geqrt<T>(ib, A(i, k), F.Tf(i, k), prio.panel_factor(k));
+                    if (k + 1 >= nt) break;
+                    // The UNMQRs of row i read a copy: the TSs and TTs of the panel rewrite the
+                    // tile's upper part but never its V, and without the copy every UNMQR would
+                    // wait for all of them. No home node; unregistered once its readers are in.
+                    starpu_data_handle_t copy = nullptr;
+                    starpu_matrix_data_register(&copy, -1, 0, A.tile_m(i), A.tile_m(i), A.tile_n(k), sizeof(T));
+                    submit_lacpy<T>(A(i, k), copy, prio.panel_factor(k));
+                    for (int j = k + 1; j < nt; ++j)
+                        submit_unmqr<T>('T', ib, copy, F.Tf(i, k), A(i, j), prio.update(k, j));
+                    starpu_data_unregister_submit(copy);
+                    break;
+                }
+                case QrStep::Kind::Ts:
+                    submit_tsqrt<T>(ib, A(p, k), A(i, k), F.Tf(i, k), prio.panel_solve(k));
+                    for (int j = k + 1; j < nt; ++j)
+                        submit_tsmqr<T>('T', ib, A(p, j), A(i, j), A(i, k), F.Tf(i, k), prio.update(k, j));
+                    break;
+                case QrStep::Kind::Tt:
+                    submit_ttqrt<T>(ib, A(p, k), A(i, k), F.Tt(i, k), prio.panel_solve(k));
+                    for (int j = k + 1; j < nt; ++j)
+                        submit_ttmqr<T>('T', ib, A(p, j), A(i, j), A(i, k), F.Tt(i, k), prio.update(k, j));
+                    break;
+            }
         }
+}
+
+// Column c of B by one step of panel k: op(Q_step) on its tile row or tile pair.
+template <class T>
+void submit_apply_step(char trans, const QrStep& s, int k, int c, const TileMatrix<T>& A, const QrFactors<T>& F,
+                       TileMatrix<T>& B, int prio_factor, int prio_solve) {
+    const int i = s.row, p = s.pivot, ib = F.ib();
+    switch (s.kind) {
+        case QrStep::Kind::Geqrt:
+            submit_unmqr<T>(trans, ib, A(i, k), F.Tf(i, k), B(i, c), prio_factor);
+            break;
+        case QrStep::Kind::Ts:
+            submit_tsmqr<T>(trans, ib, B(p, c), B(i, c), A(i, k), F.Tf(i, k), prio_solve);
+            break;
+        case QrStep::Kind::Tt:
+            submit_ttmqr<T>(trans, ib, B(p, c), B(i, c), A(i, k), F.Tt(i, k), prio_solve);
+            break;
     }
 }
 
 // B = Q^T B: the factorization's transformations in its order.
 template <class T>
 void submit_apply_qt(const TileMatrix<T>& A, const QrFactors<T>& F, TileMatrix<T>& B) {
-    const int mt = A.mt(), nt = A.nt(), ib = F.ib();
+    const int nt = A.nt();
     const Priorities prio{nt};
     for (int c = 0; c < B.nt(); ++c)
-        for (int k = 0; k < nt; ++k) {
-            submit_unmqr<T>('T', ib, A(k, k), F.Tf(k, k), B(k, c), prio.panel_factor(k));
-            for (int i = k + 1; i < mt; ++i)
-                submit_tsmqr<T>('T', ib, B(k, c), B(i, c), A(i, k), F.Tf(i, k), prio.panel_solve(k));
-        }
+        for (int k = 0; k < nt; ++k)
+            for (const QrStep& s : F.steps(k))
+                submit_apply_step('T', s, k, c, A, F, B, prio.panel_factor(k), prio.panel_solve(k));
 }
 
 // B = Q B: the transposed transformations in reverse order. With skip_zero_columns, B starts as
 // [I; 0] (tile-aligned), so tile column c is still zero in tile rows >= k when k > c, and the
-// steps k > c leave it alone.
+// steps k > c (which touch tile rows >= k only) leave it alone.
 template <class T>
 void submit_apply_q(const TileMatrix<T>& A, const QrFactors<T>& F, TileMatrix<T>& B, bool skip_zero_columns) {
-    const int mt = A.mt(), nt = A.nt(), ib = F.ib();
+    const int nt = A.nt();
     const Priorities prio{nt};
     for (int c = 0; c < B.nt(); ++c)
         for (int k = nt - 1; k >= 0; --k) {
             if (skip_zero_columns && k > c) continue;
             const int step = nt - 1 - k;  // the order the steps run in, for the priorities
-            for (int i = mt - 1; i > k; --i)
-                submit_tsmqr<T>('N', ib, B(k, c), B(i, c), A(i, k), F.Tf(i, k), prio.panel_solve(step));
-            submit_unmqr<T>('N', ib, A(k, k), F.Tf(k, k), B(k, c), prio.panel_factor(step));
+            const std::vector<QrStep>& steps = F.steps(k);
+            for (auto s = steps.rbegin(); s != steps.rend(); ++s)
+                submit_apply_step('N', *s, k, c, A, F, B, prio.panel_factor(step), prio.panel_solve(step));
         }
 }
 
@@ -197,33 +253,50 @@ int first_zero_diagonal(const TileMatrix<T>& A) {
 }
 }  // namespace
 
+QrOptions resolve_qr_options(QrOptions requested, int mt, int nt) {
+    require(requested.domain >= 0, "domain", fmt::format("must be >= 0 (0 picks one), got {}", requested.domain));
+    QrOptions o = requested;
+    if (o.tree == QrTree::Auto) o.tree = mt >= kAutoTreeRatio * std::max(nt, 1) ? QrTree::Binary : QrTree::Flat;
+    if (o.tree == QrTree::Flat)
+        o.domain = std::max(mt, 1);
+    else if (o.domain == 0)
+        o.domain = kAutoDomain;
+    return o;
+}
+
 template <class T>
-QrFactors<T>::QrFactors(const TileMatrix<T>& A, int ib) : ib_(ib), mt_(A.mt()), nt_(A.nt()) {
+QrFactors<T>::QrFactors(const TileMatrix<T>& A, int ib, QrOptions options)
+    : ib_(ib), mt_(A.mt()), nt_(A.nt()), options_(resolve_qr_options(options, A.mt(), A.nt())) {
     require(ib >= 1, "ib", fmt::format("must be >= 1, got {}", ib));
     require(A.m() >= A.n(), "A", fmt::format("must have m >= n, got {} x {}", A.m(), A.n()));
     T_.assign(static_cast<std::size_t>(mt_) * nt_, nullptr);
+    TT_.assign(static_cast<std::size_t>(mt_) * nt_, nullptr);
     // The kernels clamp ib to the tile's reflector count K <= nb, so min(ib, nb) rows suffice.
     const int rows = std::min(ib, A.nb());
-    for (int k = 0; k < nt_; ++k)
+    for (int k = 0; k < nt_; ++k) {
         for (int i = k; i < mt_; ++i)
             starpu_matrix_data_register(&T_[static_cast<std::size_t>(k) * mt_ + i], -1, 0, rows, rows, A.tile_n(k),
                                         sizeof(T));
+        steps_.push_back(panel_steps(k, mt_, options_));
+        for (const QrStep& s : steps_.back())
+            if (s.kind == QrStep::Kind::Tt)
+                starpu_matrix_data_register(&TT_[static_cast<std::size_t>(k) * mt_ + s.row], -1, 0, rows, rows,
+                                            A.tile_n(k), sizeof(T));
+    }
 }
 
 template <class T>
 QrFactors<T>::~QrFactors() {
-    for (starpu_data_handle_t h : T_)
-        if (h) starpu_data_unregister(h);
+    for (const auto* handles : {&T_, &TT_})
+        for (starpu_data_handle_t h : *handles)
+            if (h) starpu_data_unregister(h);
 }
 
 template <class T>
 void geqrf(TileMatrix<T>& A, QrFactors<T>& F) {
     require(A.m() >= A.n(), "A", fmt::format("must have m >= n, got {} x {}", A.m(), A.n()));
     check_factors(A, F);
-    {
-        DiagonalCopies<T> D(A);
-        submit_factorization(A, F, D);
-    }
+    submit_factorization(A, F);
     starpu_task_wait_for_all();
     throw_if_kernel_error();
 }
@@ -264,10 +337,10 @@ void geqrs(const TileMatrix<T>& A, const QrFactors<T>& F, TileMatrix<T>& B) {
 }
 
 template <class T>
-int gels(TileMatrix<T>& A, TileMatrix<T>& B, int ib) {
+int gels(TileMatrix<T>& A, TileMatrix<T>& B, int ib, QrOptions options) {
     require(A.m() >= A.n(), "A", fmt::format("must have m >= n, got {} x {}", A.m(), A.n()));
     check_rows(A, B, "B");
-    QrFactors<T> F(A, ib);
+    QrFactors<T> F(A, ib, options);
     geqrf(A, F);
     const int info = first_zero_diagonal(A);
     if (info == 0) geqrs(A, F, B);
@@ -284,7 +357,7 @@ template void orgqr<float>(const TileMatrix<float>&, const QrFactors<float>&, Ti
 template void orgqr<double>(const TileMatrix<double>&, const QrFactors<double>&, TileMatrix<double>&);
 template void geqrs<float>(const TileMatrix<float>&, const QrFactors<float>&, TileMatrix<float>&);
 template void geqrs<double>(const TileMatrix<double>&, const QrFactors<double>&, TileMatrix<double>&);
-template int gels<float>(TileMatrix<float>&, TileMatrix<float>&, int);
-template int gels<double>(TileMatrix<double>&, TileMatrix<double>&, int);
+template int gels<float>(TileMatrix<float>&, TileMatrix<float>&, int, QrOptions);
+template int gels<double>(TileMatrix<double>&, TileMatrix<double>&, int, QrOptions);
 
 }  // namespace starfact

@@ -1,4 +1,4 @@
-// CPU kernels of tile QR (GEQRT, UNMQR, TSQRT, TSMQR) over LAPACKE.
+// CPU kernels of tile QR (GEQRT, UNMQR, TSQRT, TSMQR, TTQRT, TTMQR) over LAPACKE.
 #include "codelets/cpu/qr_kernels.hpp"
 
 #include <lapacke.h>
@@ -19,27 +19,26 @@ int geqrt_work(int m, int n, int nb, double* a, int lda, double* t, int ldt, dou
 int geqrt_work(int m, int n, int nb, float* a, int lda, float* t, int ldt, float* work) {
     return LAPACKE_sgeqrt_work(LAPACK_COL_MAJOR, m, n, nb, a, lda, t, ldt, work);
 }
-int gemqrt_work(char side, char trans, int m, int n, int k, int nb, const double* v, int ldv, const double* t,
-                int ldt, double* c, int ldc, double* work) {
+int gemqrt_work(char side, char trans, int m, int n, int k, int nb, const double* v, int ldv, const double* t, int ldt,
+                double* c, int ldc, double* work) {
     return LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, side, trans, m, n, k, nb, v, ldv, t, ldt, c, ldc, work);
 }
-int gemqrt_work(char side, char trans, int m, int n, int k, int nb, const float* v, int ldv, const float* t,
-                int ldt, float* c, int ldc, float* work) {
+int gemqrt_work(char side, char trans, int m, int n, int k, int nb, const float* v, int ldv, const float* t, int ldt,
+                float* c, int ldc, float* work) {
     return LAPACKE_sgemqrt_work(LAPACK_COL_MAJOR, side, trans, m, n, k, nb, v, ldv, t, ldt, c, ldc, work);
 }
-int tpqrt_work(int m, int n, int l, int nb, double* a, int lda, double* b, int ldb, double* t, int ldt,
-               double* work) {
+int tpqrt_work(int m, int n, int l, int nb, double* a, int lda, double* b, int ldb, double* t, int ldt, double* work) {
     return LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, m, n, l, nb, a, lda, b, ldb, t, ldt, work);
 }
 int tpqrt_work(int m, int n, int l, int nb, float* a, int lda, float* b, int ldb, float* t, int ldt, float* work) {
     return LAPACKE_stpqrt_work(LAPACK_COL_MAJOR, m, n, l, nb, a, lda, b, ldb, t, ldt, work);
 }
-int tpmqrt_work(char side, char trans, int m, int n, int k, int l, int nb, const double* v, int ldv,
-                const double* t, int ldt, double* a, int lda, double* b, int ldb, double* work) {
+int tpmqrt_work(char side, char trans, int m, int n, int k, int l, int nb, const double* v, int ldv, const double* t,
+                int ldt, double* a, int lda, double* b, int ldb, double* work) {
     return LAPACKE_dtpmqrt_work(LAPACK_COL_MAJOR, side, trans, m, n, k, l, nb, v, ldv, t, ldt, a, lda, b, ldb, work);
 }
-int tpmqrt_work(char side, char trans, int m, int n, int k, int l, int nb, const float* v, int ldv,
-                const float* t, int ldt, float* a, int lda, float* b, int ldb, float* work) {
+int tpmqrt_work(char side, char trans, int m, int n, int k, int l, int nb, const float* v, int ldv, const float* t,
+                int ldt, float* a, int lda, float* b, int ldb, float* work) {
     return LAPACKE_stpmqrt_work(LAPACK_COL_MAJOR, side, trans, m, n, k, l, nb, v, ldv, t, ldt, a, lda, b, ldb, work);
 }
 
@@ -91,6 +90,26 @@ void tsmqr(char trans, int ib, TileView<T> A1, TileView<T> A2, TileView<const T>
                 std::max(1, A2.ld), workspace<T>(ib, n));
 }
 
+template <class T>
+void ttqrt(int ib, TileView<T> R, TileView<T> A, TileView<T> Tf) {
+    const int n = A.n, m = std::min(A.m, n);
+    if (n == 0 || m == 0) return;
+    ib = clamp_ib(ib, n);
+    // l = m: the whole m x n part of A is the upper trapezoid, so dtpqrt leaves A's strict lower
+    // triangle (another GEQRT's reflectors) alone.
+    tpqrt_work(m, n, m, ib, R.data, R.ld, A.data, std::max(1, A.ld), Tf.data, Tf.ld, workspace<T>(ib, n));
+}
+
+template <class T>
+void ttmqr(char trans, int ib, TileView<T> A1, TileView<T> A2, TileView<const T> V2, TileView<const T> Tf) {
+    const int K = V2.n, n = A1.n, m = std::min(V2.m, K);
+    if (K == 0 || n == 0 || m == 0) return;
+    ib = clamp_ib(ib, K);
+    const char tr = (trans == 'T' || trans == 't' || trans == 'C' || trans == 'c') ? 'T' : 'N';
+    tpmqrt_work('L', tr, m, n, K, m, ib, V2.data, std::max(1, V2.ld), Tf.data, Tf.ld, A1.data, A1.ld, A2.data,
+                std::max(1, A2.ld), workspace<T>(ib, n));
+}
+
 template void geqrt<float>(int, TileView<float>, TileView<float>);
 template void unmqr<float>(char, char, int, TileView<const float>, TileView<const float>, TileView<float>);
 template void tsqrt<float>(int, TileView<float>, TileView<float>, TileView<float>);
@@ -98,6 +117,13 @@ template void tsmqr<float>(char, int, TileView<float>, TileView<float>, TileView
 template void geqrt<double>(int, TileView<double>, TileView<double>);
 template void unmqr<double>(char, char, int, TileView<const double>, TileView<const double>, TileView<double>);
 template void tsqrt<double>(int, TileView<double>, TileView<double>, TileView<double>);
-template void tsmqr<double>(char, int, TileView<double>, TileView<double>, TileView<const double>, TileView<const double>);
+template void tsmqr<double>(char, int, TileView<double>, TileView<double>, TileView<const double>,
+                            TileView<const double>);
+
+template void ttqrt<float>(int, TileView<float>, TileView<float>, TileView<float>);
+template void ttmqr<float>(char, int, TileView<float>, TileView<float>, TileView<const float>, TileView<const float>);
+template void ttqrt<double>(int, TileView<double>, TileView<double>, TileView<double>);
+template void ttmqr<double>(char, int, TileView<double>, TileView<double>, TileView<const double>,
+                            TileView<const double>);
 
 }  // namespace starfact::cpu

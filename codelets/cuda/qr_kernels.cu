@@ -53,7 +53,8 @@ bool transposed(char trans) { return trans == 'T' || trans == 't' || trans == 'C
 int clamp_ib(int ib, int k) { return std::max(1, std::min(ib, k)); }
 
 int copy_blocks(long long count) {
-    return static_cast<int>(std::max(1LL, std::min<long long>((count + kCopyThreads - 1) / kCopyThreads, kMaxCopyBlocks)));
+    return static_cast<int>(
+        std::max(1LL, std::min<long long>((count + kCopyThreads - 1) / kCopyThreads, kMaxCopyBlocks)));
 }
 
 // Carves aligned pieces out of a workspace in order; with a null base it only counts bytes, so
@@ -119,31 +120,55 @@ __global__ void explicit_upper_kernel(TileView<const T> Tt, TileView<T> X) {
     }
 }
 
-// P = [triu(R(0:w, 0:w)); A] ((w + m) x w). R's strict lower triangle is not read.
+// P = [triu(R(0:w, 0:w)); A] ((w + m) x w). R's strict lower triangle is not read. With band >= 0
+// (TTQRT: A is the upper part of a triangle whose column c starts band columns further right)
+// only A(r, c) with r <= c + band is read, zeros stand for the rest.
 template <class T>
-__global__ void stack_kernel(TileView<const T> R, TileView<const T> A, TileView<T> P) {
+__global__ void stack_kernel(TileView<const T> R, TileView<const T> A, TileView<T> P, int band) {
     const int w = P.n;
     const long long total = static_cast<long long>(P.m) * w;
     for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
          idx += static_cast<long long>(gridDim.x) * blockDim.x) {
         const int r = static_cast<int>(idx % P.m), c = static_cast<int>(idx / P.m);
-        P(r, c) = r < w ? (r <= c ? R(r, c) : T(0)) : A(r - w, c);
+        if (r < w)
+            P(r, c) = r <= c ? R(r, c) : T(0);
+        else
+            P(r, c) = band < 0 || r - w <= c + band ? A(r - w, c) : T(0);
     }
 }
 
 // The inverse of stack_kernel for the factored panel: R' into R's upper triangle, V2 into A.
-// The top part's strict lower triangle (the identity part of the reflectors) is dropped.
+// The top part's strict lower triangle (the identity part of the reflectors) is dropped. With
+// band >= 0 only the entries stack_kernel read go back to A, and P's others are set to zero
+// (rounding-free in exact arithmetic already; this makes P's bottom the masked V2 whatever
+// cuSOLVER left there).
 template <class T>
-__global__ void unstack_kernel(TileView<const T> P, TileView<T> R, TileView<T> A) {
+__global__ void unstack_kernel(TileView<T> P, TileView<T> R, TileView<T> A, int band) {
     const int w = P.n;
     const long long total = static_cast<long long>(P.m) * w;
     for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
          idx += static_cast<long long>(gridDim.x) * blockDim.x) {
         const int r = static_cast<int>(idx % P.m), c = static_cast<int>(idx / P.m);
-        if (r >= w)
-            A(r - w, c) = P(r, c);
-        else if (r <= c)
+        if (r >= w) {
+            if (band < 0 || r - w <= c + band)
+                A(r - w, c) = P(r, c);
+            else
+                P(r, c) = T(0);
+        } else if (r <= c) {
             R(r, c) = P(r, c);
+        }
+    }
+}
+
+// D = S with the entries below band (S(r, c) with r > c + band) replaced by zeros: TTMQR's V2
+// block made explicit without the other reflectors that share its tile.
+template <class T>
+__global__ void upper_band_copy_kernel(TileView<const T> S, int band, TileView<T> D) {
+    const long long total = static_cast<long long>(D.m) * D.n;
+    for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
+         idx += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const int r = static_cast<int>(idx % D.m), c = static_cast<int>(idx / D.m);
+        D(r, c) = r <= c + band ? S(r, c) : T(0);
     }
 }
 
@@ -189,8 +214,8 @@ bool small_t_fits(int ib) {
     if (ib > kSmallT) return false;
     const std::size_t smem = small_t_smem(sizeof(T), ib);
     if (smem <= kDefaultSmem) return true;
-    if (cudaFuncSetAttribute(small_t_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(smem)) == cudaSuccess)
+    if (cudaFuncSetAttribute(small_t_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) ==
+        cudaSuccess)
         return true;
     (void)cudaGetLastError();  // not sticky: clear it, the solve path does the work instead
     return false;
@@ -258,15 +283,17 @@ template <class T>
 cudaError_t block_t_factors(const QrContext& ctx, TileView<const T> V, bool trapezoid, const T* tau, int ib,
                             const TBuffers<T>& buf, TileView<T> Tf, bool zero_first_column) {
     const int K = V.n, rows = V.m, nblocks = (K + ib - 1) / ib;
-    const auto S_block = [&](int j0, int b) { return TileView<T>{buf.S + static_cast<std::size_t>(j0) * ib, b, b, ib}; };
+    const auto S_block = [&](int j0, int b) {
+        return TileView<T>{buf.S + static_cast<std::size_t>(j0) * ib, b, b, ib};
+    };
     cudaError_t err = cudaSuccess;
     if (ib <= kBatchedGram) {
         // One batched product for the full blocks (over all rows: the zeros above a
         // trapezoid's block cost little at this width), one for the last.
         const int full = K / ib, rest = K - full * ib;
         if (full > 0)
-            err = from_blas(gram_batched_(ctx.blas, ib, rows, V.data, V.ld, static_cast<long long>(ib) * V.ld, buf.S, ib,
-                                          static_cast<long long>(ib) * ib, full));
+            err = from_blas(gram_batched_(ctx.blas, ib, rows, V.data, V.ld, static_cast<long long>(ib) * V.ld, buf.S,
+                                          ib, static_cast<long long>(ib) * ib, full));
         if (err == cudaSuccess && rest > 0) {
             const TileView<const T> Vr = V.sub(0, full * ib, rows, rest);
             err = from_blas(gemm<T>(ctx.blas, 'T', 'N', T(1), Vr, Vr, T(0), S_block(full * ib, rest)));
@@ -281,8 +308,8 @@ cudaError_t block_t_factors(const QrContext& ctx, TileView<const T> V, bool trap
     if (err != cudaSuccess) return err;
     if (small_t_fits<T>(ib)) {
         const int threads = (ib + 31) / 32 * 32;
-        small_t_kernel<T><<<nblocks, threads, small_t_smem(sizeof(T), ib), ctx.stream>>>(buf.S, tau, K, ib, Tf,
-                                                                                         zero_first_column);
+        small_t_kernel<T>
+            <<<nblocks, threads, small_t_smem(sizeof(T), ib), ctx.stream>>>(buf.S, tau, K, ib, Tf, zero_first_column);
         return cudaGetLastError();
     }
     // Wide blocks: T_J = D_J U_J^{-1} by a triangular solve each.
@@ -419,8 +446,8 @@ int tsqrt_panel(int n, int ib) { return std::min(n, std::max(ib, kTsqrtPanel / i
 template <class T>
 struct TsqrtWork {
     int* info;
-    T* tau;    ///< panel width
-    T* P;      ///< (panel + m) x panel
+    T* tau;  ///< panel width
+    T* P;    ///< (panel + m) x panel
     TBuffers<T> t;
     ApplyBuffers<T> apply;  ///< ib x n
     void* solver;
@@ -452,6 +479,33 @@ cudaError_t tsqrt_solver_bytes(const QrContext& ctx, cudaDataType type, int m, i
     return cudaSuccess;
 }
 
+// cuSOLVER's buffer for TTQRT's panels: panel J = [p0, p0 + w) stacks w + min(m, p0 + w) rows.
+cudaError_t ttqrt_solver_bytes(const QrContext& ctx, cudaDataType type, int m, int n, int ib, std::size_t* bytes) {
+    const int p = tsqrt_panel(n, ib);
+    *bytes = 0;
+    for (int p0 = 0; p0 < n; p0 += p) {
+        const int w = std::min(p, n - p0);
+        std::size_t b = 0;
+        const cudaError_t err = geqrf_bytes(ctx, type, w + std::min(m, p0 + w), w, &b);
+        if (err != cudaSuccess) return err;
+        *bytes = std::max(*bytes, b);
+    }
+    return cudaSuccess;
+}
+
+template <class T>
+struct TtmqrWork {
+    T* V;  ///< m x ib: one block of V2, masked to its upper part
+    ApplyBuffers<T> apply;
+};
+
+template <class T>
+TtmqrWork<T> ttmqr_layout(Carver& w, int m, int n, int ib) {
+    TtmqrWork<T> t{};
+    t.V = w.take<T>(static_cast<std::size_t>(m) * ib);
+    t.apply = take_apply_buffers<T>(w, ib, n);
+    return t;
+}
 }  // namespace
 
 template <class T>
@@ -468,15 +522,20 @@ std::size_t qr_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
         if (geqrf_bytes(probe, data_type<T>(), mm, nn, &b) != cudaSuccess) return 0;
         geqrf_max = std::max(geqrf_max, b);
     }
-    std::size_t tsqrt_solver = 0;
+    // TTQRT shares TSQRT's layout (its panels stack at most as many rows) with its own solver
+    // buffer; TTMQR's masked V2 block is m x ib.
+    std::size_t tsqrt_solver = 0, ttqrt_solver = 0;
     if (tsqrt_solver_bytes(probe, data_type<T>(), m, n, clamp_ib(ib, n), &tsqrt_solver) != cudaSuccess) return 0;
+    if (ttqrt_solver_bytes(probe, data_type<T>(), std::min(m, n), n, clamp_ib(ib, n), &ttqrt_solver) != cudaSuccess)
+        return 0;
 
-    Carver g(nullptr), u(nullptr), t(nullptr), s(nullptr);
+    Carver g(nullptr), u(nullptr), t(nullptr), s(nullptr), tt(nullptr);
     geqrt_layout<T>(g, m, n, clamp_ib(ib, k), geqrf_max);
     unmqr_layout<T>(u, m, n, clamp_ib(ib, m));
-    tsqrt_layout<T>(t, m, n, clamp_ib(ib, n), tsqrt_solver);
+    tsqrt_layout<T>(t, m, n, clamp_ib(ib, n), std::max(tsqrt_solver, ttqrt_solver));
     take_apply_buffers<T>(s, std::max(ib, 1), n);
-    return std::max({g.used(), u.used(), t.used(), s.used()});
+    ttmqr_layout<T>(tt, m, n, std::max(ib, 1));
+    return std::max({g.used(), u.used(), t.used(), s.used(), tt.used()});
 }
 
 template <class T>
@@ -549,10 +608,10 @@ cudaError_t tsqrt(const QrContext& ctx, int ib, TileView<T> R, TileView<T> A, Ti
         const TileView<T> P{t.P, wp + m, wp, wp + m};
         const TileView<T> Rp = R.sub(p0, p0, wp, wp), Ap = A.sub(0, p0, m, wp);
         const int grid = copy_blocks(static_cast<long long>(P.m) * wp);
-        stack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(Rp), as_const(Ap), P);
+        stack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(Rp), as_const(Ap), P, -1);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
         if ((err = geqrf(ctx, P, t.tau, t.solver, solver_bytes, t.info)) != cudaSuccess) return err;
-        unstack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(P), Rp, Ap);
+        unstack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(P, Rp, Ap, -1);
         if ((err = cudaGetLastError()) != cudaSuccess) return err;
         err = block_t_factors<T>(ctx, as_const(P.sub(wp, 0, m, wp)), false, t.tau, ib, t.t, Tf.sub(0, p0, Tf.m, wp),
                                  true);
@@ -584,8 +643,81 @@ cudaError_t tsmqr(const QrContext& ctx, char trans, int ib, TileView<T> A1, Tile
     const int nblocks = (K + ib - 1) / ib;
     for (int step = 0; step < nblocks; ++step) {
         const int j0 = (tr ? step : nblocks - 1 - step) * ib, b = std::min(ib, K - j0);
-        const cudaError_t err = apply_pair_block<T>(ctx, tr, V2.sub(0, j0, m, b), Tf.sub(0, j0, b, b),
-                                                    A1.sub(j0, 0, b, n), A2, buf);
+        const cudaError_t err =
+            apply_pair_block<T>(ctx, tr, V2.sub(0, j0, m, b), Tf.sub(0, j0, b, b), A1.sub(j0, 0, b, n), A2, buf);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
+template <class T>
+cudaError_t ttqrt(const QrContext& ctx, int ib, TileView<T> R, TileView<T> A, TileView<T> Tf) {
+    const int n = A.n, m = std::min(A.m, n);
+    if (n == 0 || m == 0) return cudaSuccess;
+    if (R.m < n || R.n < n) return cudaErrorInvalidValue;
+    ib = clamp_ib(ib, n);
+    std::size_t solver_bytes = 0;
+    cudaError_t err = ttqrt_solver_bytes(ctx, data_type<T>(), m, n, ib, &solver_bytes);
+    if (err != cudaSuccess) return err;
+    Carver w(ctx.work);
+    const TsqrtWork<T> t = tsqrt_layout<T>(w, m, n, ib, solver_bytes);
+    if (ctx.work == nullptr || w.used() > ctx.work_bytes) return cudaErrorInvalidValue;
+
+    // As TSQRT, with the lower tile's upper part only: panel J = [p0, p0 + wp) stacks
+    // triu(R(J, J)) on the rows 0..p0+wp-1 of A(:, J) masked to the trapezoid. Every reflector's
+    // lower part stays in that trapezoid (zeros times anything), and P's bottom comes back as the
+    // masked V2 that the T factors and the trailing update use.
+    const int p = tsqrt_panel(n, ib);
+    for (int p0 = 0; p0 < n; p0 += p) {
+        const int wp = std::min(p, n - p0), rows = std::min(m, p0 + wp);
+        const TileView<T> P{t.P, wp + rows, wp, wp + rows};
+        const TileView<T> Rp = R.sub(p0, p0, wp, wp), Ap = A.sub(0, p0, rows, wp);
+        const int grid = copy_blocks(static_cast<long long>(P.m) * wp);
+        stack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(Rp), as_const(Ap), P, p0);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+        if ((err = geqrf(ctx, P, t.tau, t.solver, solver_bytes, t.info)) != cudaSuccess) return err;
+        unstack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(P, Rp, Ap, p0);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+        const TileView<T> V2 = P.sub(wp, 0, rows, wp);
+        err = block_t_factors<T>(ctx, as_const(V2), false, t.tau, ib, t.t, Tf.sub(0, p0, Tf.m, wp), true);
+        if (err != cudaSuccess) return err;
+        const int right = n - p0 - wp;
+        for (int j0 = p0; j0 < p0 + wp && right > 0; j0 += ib) {
+            // Block J's reflectors reach rows 0..j0+b-1 of A, all above the diagonal of the
+            // columns on the panel's right.
+            const int b = std::min(ib, p0 + wp - j0), rj = std::min(m, j0 + b);
+            err = apply_pair_block<T>(ctx, true, as_const(V2.sub(0, j0 - p0, rj, b)), as_const(Tf.sub(0, j0, b, b)),
+                                      R.sub(j0, p0 + wp, b, right), A.sub(0, p0 + wp, rj, right), t.apply);
+            if (err != cudaSuccess) return err;
+        }
+    }
+    return cudaSuccess;
+}
+
+template <class T>
+cudaError_t ttmqr(const QrContext& ctx, char trans, int ib, TileView<T> A1, TileView<T> A2, TileView<const T> V2,
+                  TileView<const T> Tf) {
+    const int K = V2.n, n = A1.n, m = std::min(V2.m, K);
+    if (K == 0 || n == 0 || m == 0) return cudaSuccess;
+    if (A1.m < K || A2.n != n || V2.m != A2.m) return cudaErrorInvalidValue;
+    ib = clamp_ib(ib, K);
+    Carver w(ctx.work);
+    const TtmqrWork<T> t = ttmqr_layout<T>(w, m, n, ib);
+    if (ctx.work == nullptr || w.used() > ctx.work_bytes) return cudaErrorInvalidValue;
+
+    // Block J touches rows 0..j0+b-1 of A2 only; its V2 is copied with the rest of the tile's
+    // lower part (another GEQRT's reflectors) replaced by zeros.
+    const bool tr = transposed(trans);
+    const int nblocks = (K + ib - 1) / ib;
+    for (int step = 0; step < nblocks; ++step) {
+        const int j0 = (tr ? step : nblocks - 1 - step) * ib, b = std::min(ib, K - j0), rj = std::min(m, j0 + b);
+        const TileView<T> Vj{t.V, rj, b, rj};
+        upper_band_copy_kernel<T><<<copy_blocks(static_cast<long long>(rj) * b), kCopyThreads, 0, ctx.stream>>>(
+            V2.sub(0, j0, rj, b), j0, Vj);
+        cudaError_t err = cudaGetLastError();
+        if (err == cudaSuccess)
+            err = apply_pair_block<T>(ctx, tr, as_const(Vj), Tf.sub(0, j0, b, b), A1.sub(j0, 0, b, n),
+                                      A2.sub(0, 0, rj, n), t.apply);
         if (err != cudaSuccess) return err;
     }
     return cudaSuccess;
@@ -604,6 +736,13 @@ template cudaError_t unmqr<double>(const QrContext&, char, char, int, TileView<c
                                    TileView<double>);
 template cudaError_t tsqrt<double>(const QrContext&, int, TileView<double>, TileView<double>, TileView<double>);
 template cudaError_t tsmqr<double>(const QrContext&, char, int, TileView<double>, TileView<double>,
+                                   TileView<const double>, TileView<const double>);
+
+template cudaError_t ttqrt<float>(const QrContext&, int, TileView<float>, TileView<float>, TileView<float>);
+template cudaError_t ttmqr<float>(const QrContext&, char, int, TileView<float>, TileView<float>, TileView<const float>,
+                                  TileView<const float>);
+template cudaError_t ttqrt<double>(const QrContext&, int, TileView<double>, TileView<double>, TileView<double>);
+template cudaError_t ttmqr<double>(const QrContext&, char, int, TileView<double>, TileView<double>,
                                    TileView<const double>, TileView<const double>);
 
 }  // namespace starfact::cuda
