@@ -334,7 +334,9 @@ void check_solve(BatchedLu<T>& test, int n, int nrhs, int count, bool ours) {
 TYPED_TEST(BatchedLuSolve, SizesAndRightHandSides) {
     for (int n : {1, 2, 5, 8, 16, 17, 31, 32, 33, 64, 65, 100})
         for (int nrhs : {1, 3, 16, 33}) check_solve<TypeParam>(*this, n, nrhs, n > 64 ? 20 : 100, false);
-    for (int n : {255, 512}) check_solve<TypeParam>(*this, n, 16, 4, false);
+    // The block kernel's orders and right-hand sides: one group, a full and a partial one.
+    for (int n : {128, 255, 256, 512})
+        for (int nrhs : {1, 16, 17}) check_solve<TypeParam>(*this, n, nrhs, 4, false);
     // Eight columns of 800 do not fit in shared memory: the kernel works in B itself.
     check_solve<TypeParam>(*this, 800, 9, 2, false);
 }

@@ -301,7 +301,7 @@ TYPED_TEST(BatchedPotrfCuda, SolvesAgainstLapack) {
     using T = TypeParam;
     const double eps = ScalarTraits<T>::eps;
     for (char uplo : {'L', 'U'})
-        for (int n : {1, 2, 5, 16, 31, 32, 33, 64, 65, 129, 255})
+        for (int n : {1, 2, 5, 16, 31, 32, 33, 64, 65, 128, 129, 255, 512})
             for (int nrhs : {1, 3, 16, 70}) {
                 const int count = n == 33 ? 300 : 7;
                 SCOPED_TRACE(::testing::Message() << "uplo " << uplo << ", n " << n << ", nrhs " << nrhs);

@@ -1,23 +1,60 @@
 // Batched LU solves (issue 5): X = U^{-1} L^{-1} P B for many small systems, from getrf's
-// factors and pivots. One warp per group of up to R right-hand sides (R = 1, 4 or 8 by nrhs):
-// the columns are held in shared memory (in global memory when they do not fit), the
-// interchanges are applied in LAPACK's order, and the two triangular solves go by blocks of 32
-// rows: the diagonal block by shuffles, the rows below (L) or above (U) by a gemm-like update
-// in which each loaded entry of A serves all R columns.
+// factors and pivots. Three kernels, chosen by order and right-hand sides (kTuning):
+// - small (n <= 32): a group of lanes per matrix, lane r holding row r of L and U in registers;
+//   the interchanges composed into one gather of B's rows; substitutions by shuffles, a few
+//   right-hand sides at a time.
+// - block: one thread block per (matrix, up to R right-hand sides), the columns in shared
+//   memory, the triangles read once per block by every warp (trsv_block.cuh).
+// - warp: one warp per group of up to R right-hand sides (R = 1, 4 or 8 by nrhs), several per
+//   block: the columns are held in shared memory (in global memory when they do not fit), the
+//   interchanges are applied in LAPACK's order, and the two triangular solves go by blocks of
+//   32 rows: the diagonal block by shuffles, the rows below (L) or above (U) by a gemm-like
+//   update in which each loaded entry of A serves all R columns.
+// cuBLAS's getrsBatched is the fourth choice of the table (none of its entries uses it now).
+// STARFACT_BATCHED_GETRS=small|block|warp|cublas (read once per process) forces one kernel
+// where it applies, for benchmarks and tests.
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 
 #include "batched/cuda/common.cuh"
+#include "batched/cuda/trsv_block.cuh"
 
 namespace starfact::batched::cuda {
 namespace {
 
 struct GetrsTuning {
-    int warps;                 // warps per block (each R right-hand sides)
-    std::size_t shared_limit;  // bytes of column buffers per block
+    int warps;                 // warp kernel: warps per block (each R right-hand sides)
+    std::size_t shared_limit;  // warp kernel: bytes of column buffers per block
+    int small_max_n;           // n <= this: the register kernel
+    int block_min_nrhs;        // n > small_max_n and nrhs >= this: the block kernel ...
+    int block_min_n;           // ... or n >= this (any nrhs)
+    std::size_t block_shared_limit;  // block kernel: bytes of columns per block (else warp kernel)
 };
-constexpr GetrsTuning kTuning{8, 48 * 1024};
+constexpr GetrsTuning kTuning{8, 48 * 1024, 32, 2, 128, 200 * 1024};
+
+enum class GetrsPath { automatic, small, block, warp, cublas };
+
+GetrsPath forced_path() {
+    static const GetrsPath path = [] {
+        const char* s = std::getenv("STARFACT_BATCHED_GETRS");
+        if (s == nullptr) return GetrsPath::automatic;
+        if (std::strcmp(s, "small") == 0) return GetrsPath::small;
+        if (std::strcmp(s, "block") == 0) return GetrsPath::block;
+        if (std::strcmp(s, "warp") == 0) return GetrsPath::warp;
+        if (std::strcmp(s, "cublas") == 0) return GetrsPath::cublas;
+        return GetrsPath::automatic;
+    }();
+    return path;
+}
+
+__host__ __device__ constexpr int pow2_at_least(int n) {
+    int p = 1;
+    while (p < n) p *= 2;
+    return p;
+}
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
@@ -154,6 +191,151 @@ void launch_getrs(const Launch& launch, int n, int nrhs, const T* const* A, int 
     detail::check_launch("getrs");
 }
 
+// ---- Register kernel, n <= NB <= 32 --------------------------------------------------------
+constexpr int kSmallThreads = 128;
+
+/// P lanes per matrix (P = NB rounded up to a power of two), kSmallThreads / P matrices per
+/// block. Lane r holds row r of the factors; the final position r of B's rows after LAPACK's
+/// interchanges holds row src(r) of B, found by undoing the interchanges from the last.
+template <class T, int NB, int CH>
+__global__ void __launch_bounds__(kSmallThreads)
+    getrs_small_kernel(int n, int nrhs, const T* const* A, int lda, const int* ipiv, T* const* B, int ldb, int count) {
+    constexpr int P = pow2_at_least(NB);
+    const int g = threadIdx.x / P, r = threadIdx.x % P;
+    const int b = blockIdx.x * (kSmallThreads / P) + g;
+    const int nn = b < count ? n : 0;
+    const int base = (threadIdx.x & 31) / P * P;
+    const T* a = nn > 0 ? A[b] : nullptr;
+    T row[NB];
+#pragma unroll
+    for (int j = 0; j < NB; ++j) row[j] = (r < nn && j < nn) ? a[r + static_cast<std::size_t>(j) * lda] : T(r == j ? 1 : 0);
+    const int mine = r < nn ? ipiv[static_cast<std::size_t>(b) * n + r] - 1 : r;
+    int src = r;
+#pragma unroll
+    for (int k = NB - 1; k >= 0; --k) {
+        const int q = __shfl_sync(kFullMask, mine, base + k);
+        if (k < nn) src = src == k ? q : (src == q ? k : src);
+    }
+    T d = T(1);
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+        if (j == r) d = row[j];
+    T* x = nn > 0 ? B[b] : nullptr;
+    for (int c0 = 0; c0 < nrhs; c0 += CH) {
+        T y[CH];
+#pragma unroll
+        for (int c = 0; c < CH; ++c)
+            y[c] = (r < nn && c0 + c < nrhs) ? x[src + static_cast<std::size_t>(c0 + c) * ldb] : T(0);
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {  // L y = P b, unit diagonal
+#pragma unroll
+            for (int c = 0; c < CH; ++c) {
+                const T yj = __shfl_sync(kFullMask, y[c], base + j);
+                if (r > j) y[c] -= row[j] * yj;
+            }
+        }
+#pragma unroll
+        for (int j = NB - 1; j >= 0; --j) {  // U x = y
+#pragma unroll
+            for (int c = 0; c < CH; ++c) {
+                if (r == j) y[c] /= d;
+                const T xj = __shfl_sync(kFullMask, y[c], base + j);
+                if (r < j) y[c] -= row[j] * xj;
+            }
+        }
+        __syncwarp();  // every lane's gather of this chunk is done before any row is rewritten
+#pragma unroll
+        for (int c = 0; c < CH; ++c)
+            if (r < nn && c0 + c < nrhs) x[r + static_cast<std::size_t>(c0 + c) * ldb] = y[c];
+    }
+}
+
+template <class T, int NB>
+void launch_small(const Launch& launch, int n, int nrhs, const T* const* A, int lda, const int* ipiv, T* const* B,
+                  int ldb, int count) {
+    constexpr int G = kSmallThreads / pow2_at_least(NB);
+    const int blocks = detail::ceil_div(count, G);
+    if (nrhs >= 8)
+        getrs_small_kernel<T, NB, 8><<<blocks, kSmallThreads, 0, launch.stream>>>(n, nrhs, A, lda, ipiv, B, ldb, count);
+    else if (nrhs >= 4)
+        getrs_small_kernel<T, NB, 4><<<blocks, kSmallThreads, 0, launch.stream>>>(n, nrhs, A, lda, ipiv, B, ldb, count);
+    else
+        getrs_small_kernel<T, NB, 1><<<blocks, kSmallThreads, 0, launch.stream>>>(n, nrhs, A, lda, ipiv, B, ldb, count);
+    detail::check_launch("getrs (register kernel)");
+}
+
+// ---- Block kernel ---------------------------------------------------------------------------
+
+template <class T, int R>
+__global__ void __launch_bounds__(256)
+    getrs_block_kernel(int n, int nrhs, const T* const* A, int lda, const int* ipiv, T* const* B, int ldb) {
+    extern __shared__ unsigned char smem[];
+    T* x = reinterpret_cast<T*>(smem);
+    const int b = blockIdx.x, c0 = blockIdx.y * R;
+    const int rc = nrhs - c0 < R ? nrhs - c0 : R;
+    const int lane = threadIdx.x & 31;
+    T* col = B[b] + static_cast<std::size_t>(c0) * ldb;
+    detail::block_load<T, R>(col, ldb, n, rc, x);
+    if (threadIdx.x < 32) {  // lane j applies the interchanges to column j, in LAPACK's order
+        const int* piv = ipiv + static_cast<std::size_t>(b) * n;
+        for (int I = 0; I < n; I += 32) {
+            const int p_lane = I + lane < n ? piv[I + lane] - 1 : I + lane;
+            const int kb = n - I < 32 ? n - I : 32;
+            for (int k = 0; k < kb; ++k) {
+                const int p = __shfl_sync(kFullMask, p_lane, k);
+                if (lane < rc && p != I + k) {
+                    T* xj = x + static_cast<std::size_t>(lane) * n;
+                    const T v = xj[I + k];
+                    xj[I + k] = xj[p];
+                    xj[p] = v;
+                }
+            }
+        }
+    }
+    __syncthreads();
+    const detail::TriView<T> f{A[b], 1, lda};
+    detail::block_trsv<T, R>(f, true, true, n, x, n);
+    detail::block_trsv<T, R>(f, false, false, n, x, n);
+    detail::block_store<T, R>(x, n, rc, col, ldb);
+}
+
+template <class T, int R>
+bool launch_block(const Launch& launch, int n, int nrhs, const T* const* A, int lda, const int* ipiv, T* const* B,
+                  int ldb, int count) {
+    const std::size_t shared = static_cast<std::size_t>(R) * n * sizeof(T);
+    if (shared > kTuning.block_shared_limit) return false;
+    if (shared > 48 * 1024)
+        detail::check(cudaFuncSetAttribute(getrs_block_kernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(shared)),
+                      "getrs (shared memory)");
+    const dim3 grid(count, detail::ceil_div(nrhs, R));
+    getrs_block_kernel<T, R><<<grid, detail::block_trsv_warps(n) * 32, shared, launch.stream>>>(n, nrhs, A, lda, ipiv,
+                                                                                                 B, ldb);
+    detail::check_launch("getrs (block kernel)");
+    return true;
+}
+
+template <class T>
+bool try_block(const Launch& launch, int n, int nrhs, const T* const* A, int lda, const int* ipiv, T* const* B, int ldb,
+               int count) {
+    if (nrhs >= 16) return launch_block<T, 16>(launch, n, nrhs, A, lda, ipiv, B, ldb, count) ||
+                           launch_block<T, 8>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
+    if (nrhs >= 8) return launch_block<T, 8>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
+    if (nrhs >= 2) return launch_block<T, 4>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
+    return launch_block<T, 1>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
+}
+
+// ---- cuBLAS ---------------------------------------------------------------------------------
+
+inline cublasStatus_t getrs_batched(cublasHandle_t h, int n, int nrhs, const double* const* A, int lda,
+                                    const int* ipiv, double* const* B, int ldb, int* info, int count) {
+    return cublasDgetrsBatched(h, CUBLAS_OP_N, n, nrhs, A, lda, ipiv, B, ldb, info, count);
+}
+inline cublasStatus_t getrs_batched(cublasHandle_t h, int n, int nrhs, const float* const* A, int lda, const int* ipiv,
+                                    float* const* B, int ldb, int* info, int count) {
+    return cublasSgetrsBatched(h, CUBLAS_OP_N, n, nrhs, A, lda, ipiv, B, ldb, info, count);
+}
+
 }  // namespace
 
 template <class T>
@@ -165,6 +347,22 @@ template <class T>
 void getrs(const Launch& launch, int n, int nrhs, const T* const* A, int lda, const int* ipiv, T* const* B, int ldb,
            int count) {
     if (count <= 0 || n <= 0 || nrhs <= 0) return;
+    const GetrsPath forced = forced_path();
+    if (forced == GetrsPath::cublas) {
+        int host_info = 0;  // argument errors only; ours are checked by the caller
+        detail::check(getrs_batched(launch.cublas, n, nrhs, A, lda, ipiv, B, ldb, &host_info, count),
+                      "getrs (cublas getrsBatched)");
+        return;
+    }
+    if (n <= kTuning.small_max_n && (forced == GetrsPath::automatic || forced == GetrsPath::small)) {
+        if (n <= 8) return launch_small<T, 8>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
+        if (n <= 16) return launch_small<T, 16>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
+        return launch_small<T, 32>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
+    }
+    const bool block = forced == GetrsPath::block ||
+                       (forced == GetrsPath::automatic && n > kTuning.small_max_n &&
+                        (nrhs >= kTuning.block_min_nrhs || n >= kTuning.block_min_n));
+    if (block && try_block<T>(launch, n, nrhs, A, lda, ipiv, B, ldb, count)) return;
     // Right-hand sides per warp: each entry of A loaded from memory serves R of them.
     if (nrhs >= 8) return launch_getrs<T, 8>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
     if (nrhs >= 2) return launch_getrs<T, 4>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);

@@ -24,10 +24,13 @@
 #include <mma.h>
 
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <type_traits>
 
 #include "batched/cuda/common.cuh"
+#include "batched/cuda/trsv_block.cuh"
 
 namespace starfact::batched::cuda {
 namespace {
@@ -53,6 +56,12 @@ constexpr int kLeafThreads = 128;
 constexpr int kSolveRows = 64;
 /// Threads per block of the diagonal-block symmetric update.
 constexpr int kSyrkThreads = 64;
+/// potrs of orders above kCut: the block kernel (trsv_block.cuh) when its columns fit in this
+/// many bytes of shared memory per block and n <= kPotrsBlockMaxN, else the batch-wide
+/// recursion (leaf solves and batched gemms). STARFACT_BATCHED_POTRS=block|recursive (read
+/// once per process) forces one of them, for benchmarks and tests.
+constexpr std::size_t kPotrsBlockShared = 200 * 1024;
+constexpr int kPotrsBlockMaxN = 1 << 30;
 
 __host__ __device__ constexpr int pow2_at_least(int n) {
     int p = 1;
@@ -676,6 +685,65 @@ private:
     T** pc_ = nullptr;
 };
 
+// ---- Block solve for orders above kCut --------------------------------------------------------
+
+/// B <- A^{-1} B, one block per (matrix, R right-hand sides): L y = b, then L^T x = y, L from
+/// the lower (trans false) or upper (trans true: L(i, j) at a[j + i * lda]) storage.
+template <class T, int R>
+__global__ void __launch_bounds__(256)
+    potrs_block_kernel(const T* const* A, int lda, bool trans, int n, T* const* B, int ldb, int nrhs) {
+    extern __shared__ unsigned char smem[];
+    T* x = reinterpret_cast<T*>(smem);
+    const int b = blockIdx.x, c0 = blockIdx.y * R;
+    const int rc = nrhs - c0 < R ? nrhs - c0 : R;
+    T* col = B[b] + static_cast<std::size_t>(c0) * ldb;
+    detail::block_load<T, R>(col, ldb, n, rc, x);
+    const long long ld = lda;
+    const detail::TriView<T> l{A[b], trans ? ld : 1, trans ? 1 : ld};   // L(i, j)
+    const detail::TriView<T> lt{A[b], trans ? 1 : ld, trans ? ld : 1};  // L^T(i, j) = L(j, i)
+    detail::block_trsv<T, R>(l, true, false, n, x, n);
+    detail::block_trsv<T, R>(lt, false, false, n, x, n);
+    detail::block_store<T, R>(x, n, rc, col, ldb);
+}
+
+template <class T, int R>
+bool launch_potrs_block(cudaStream_t stream, int n, int nrhs, const T* const* A, int lda, bool trans, T* const* B,
+                        int ldb, int count) {
+    const std::size_t shared = static_cast<std::size_t>(R) * n * sizeof(T);
+    if (shared > kPotrsBlockShared) return false;
+    if (shared > 48 * 1024)
+        detail::check(cudaFuncSetAttribute(potrs_block_kernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(shared)),
+                      "potrs (shared memory)");
+    const dim3 grid(count, detail::ceil_div(nrhs, R));
+    potrs_block_kernel<T, R><<<grid, detail::block_trsv_warps(n) * 32, shared, stream>>>(A, lda, trans, n, B, ldb,
+                                                                                         nrhs);
+    detail::check_launch("potrs (block kernel)");
+    return true;
+}
+
+template <class T>
+bool try_potrs_block(cudaStream_t stream, int n, int nrhs, const T* const* A, int lda, bool trans, T* const* B,
+                     int ldb, int count) {
+    if (nrhs >= 16) return launch_potrs_block<T, 16>(stream, n, nrhs, A, lda, trans, B, ldb, count) ||
+                           launch_potrs_block<T, 8>(stream, n, nrhs, A, lda, trans, B, ldb, count);
+    if (nrhs >= 8) return launch_potrs_block<T, 8>(stream, n, nrhs, A, lda, trans, B, ldb, count);
+    if (nrhs >= 2) return launch_potrs_block<T, 4>(stream, n, nrhs, A, lda, trans, B, ldb, count);
+    return launch_potrs_block<T, 1>(stream, n, nrhs, A, lda, trans, B, ldb, count);
+}
+
+enum class PotrsPath { automatic, block, recursive };
+
+PotrsPath forced_potrs_path() {
+    static const PotrsPath path = [] {
+        const char* s = std::getenv("STARFACT_BATCHED_POTRS");
+        if (s != nullptr && std::strcmp(s, "block") == 0) return PotrsPath::block;
+        if (s != nullptr && std::strcmp(s, "recursive") == 0) return PotrsPath::recursive;
+        return PotrsPath::automatic;
+    }();
+    return path;
+}
+
 }  // namespace
 
 template <class T>
@@ -705,7 +773,7 @@ void potrf(const Launch& launch, Uplo uplo, int n, T* const* A, int lda, int* in
 template <class T>
 std::size_t potrs_workspace(int n, int nrhs, int count) {
     if (n <= kCut || nrhs <= 0 || count <= 0) return 0;
-    return Batch<T>::workspace(count);
+    return Batch<T>::workspace(count);  // the recursion's; the block kernel needs none
 }
 
 template <class T>
@@ -719,6 +787,10 @@ void potrs(const Launch& launch, Uplo uplo, int n, int nrhs, const T* const* A, 
         launch_potrs_small<T>(launch.stream, n, A, l, B, ldb, nrhs, count);
         return;
     }
+    const PotrsPath path = forced_potrs_path();
+    if (path != PotrsPath::recursive && (path == PotrsPath::block || n <= kPotrsBlockMaxN) &&
+        try_potrs_block<T>(launch.stream, n, nrhs, A, lda, l.trans, B, ldb, count))
+        return;
     Batch<T> batch(launch, count, nullptr, true);
     HostPointerMode mode(launch.cublas);
     batch.trsm(true, B, x, A, l, nrhs, n, nullptr);
