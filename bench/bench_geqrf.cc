@@ -115,8 +115,10 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     std::vector<std::pair<int, int>> problems;
-    for (int n : sizes) problems.emplace_back(n, n);
+    for (int n : sizes)
+        if (n > 0) problems.emplace_back(n, n);  // an empty --sizes "" gives none
     for (const std::string& s : shapes) {
+        if (s.empty()) continue;
         const auto x = s.find('x');
         int m = -1, n = -1;
         try {
