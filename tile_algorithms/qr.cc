@@ -18,10 +18,11 @@ namespace starfact {
 namespace {
 using namespace codelets;
 
-// Auto's rule (docs/performance.md, "Tile QR against cuSOLVER"): a tree once the matrix has at
-// least this many tile rows per tile column, with domains of this many tile rows.
+// Auto's rule (measured on the H100, docs/performance.md, "Tile QR against cuSOLVER"): a tree
+// once the matrix has at least kAutoTreeRatio tile rows per tile column, with domains of
+// mt / (kAutoDomainDivisor nt) tile rows (4 at 16 x 1 tiles, 2 at 8 x 1: best measured there).
 constexpr int kAutoTreeRatio = 2;
-constexpr int kAutoDomain = 1;
+constexpr int kAutoDomainDivisor = 4;
 
 template <class T>
 void check_factors(const TileMatrix<T>& A, const QrFactors<T>& F) {
@@ -260,7 +261,7 @@ QrOptions resolve_qr_options(QrOptions requested, int mt, int nt) {
     if (o.tree == QrTree::Flat)
         o.domain = std::max(mt, 1);
     else if (o.domain == 0)
-        o.domain = kAutoDomain;
+        o.domain = std::max(1, mt / (kAutoDomainDivisor * std::max(nt, 1)));
     return o;
 }
 
