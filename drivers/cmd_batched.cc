@@ -1,7 +1,7 @@
 // `starfact batched`: many small factorizations or solves at once, cut into slices that StarPU
 // shares between CPU and GPU workers (batched::tasks), timed and checked matrix by matrix; the
 // batch is generated or read from a .npy file (--input, --rhs; --output writes the result).
-// --sizes runs a variable-size Cholesky batch (batched/vbatched.hpp) on the host path.
+// --sizes runs a variable-size Cholesky or LU batch (batched/vbatched.hpp) on the host path.
 #include <starpu.h>
 #include <unistd.h>
 
@@ -55,6 +55,7 @@ const std::vector<std::string> kColumns = {"op",     "prec", "count",  "m",     
 bool is_qr(const std::string& op) { return op == "geqrf" || op == "gels"; }
 bool is_solve(const std::string& op) { return op == "getrs" || op == "potrs" || op == "gels"; }
 bool is_cholesky(const std::string& op) { return op == "potrf" || op == "potrs"; }
+bool is_lu(const std::string& op) { return op == "getrf" || op == "getrs"; }
 
 /// Host storage from starpu_malloc (pinned when CUDA workers exist, so transfers overlap).
 template <class E>
@@ -358,8 +359,9 @@ void check_file_options(const BatchedOptions& o) {
         if (!is_solve(o.op) && !o.rhs.empty())
             throw ArgumentError("--rhs", fmt::format("'{}': --op {} takes no right-hand sides", o.rhs, o.op));
     }
-    if (!o.sizes.empty() && !is_cholesky(o.op))
-        throw ArgumentError("--sizes", fmt::format("'{}': variable sizes are for --op potrf and potrs, not {}",
+    if (!o.sizes.empty() && !is_cholesky(o.op) && !is_lu(o.op))
+        throw ArgumentError("--sizes", fmt::format("'{}': variable sizes are for --op getrf, getrs, potrf and "
+                                                   "potrs, not {}",
                                                    o.sizes, o.op));
     if (!o.sizes.empty() && (o.n_given || o.m_given))
         throw ArgumentError(o.n_given ? "-n" : "-m", fmt::format("given with --sizes '{}'", o.sizes));
@@ -421,7 +423,7 @@ BatchFiles<T> load_batch_files(BatchedOptions& o) {
     return f;
 }
 
-// ---- --sizes: a variable-size Cholesky batch on the host path ----------------------------------
+// ---- --sizes: a variable-size Cholesky or LU batch on the host path ----------------------------
 
 /// The orders of a --sizes batch: uniform in [1, NMAX], skewed (1% of NMAX, the rest in
 /// [1, NMAX/10], as in the variable-size Cholesky paper), or one order per line of a file.
@@ -482,13 +484,16 @@ int run_vbatched(const BatchedOptions& o) {
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     const std::vector<int> n = draw_sizes(o, seed);
     const int count = static_cast<int>(n.size());
-    const int nrhs = o.op == "potrs" ? o.nrhs : 0;
+    const bool lu = is_lu(o.op);
+    const bool solve = o.op == "potrs" || o.op == "getrs";
+    const int nrhs = solve ? o.nrhs : 0;
     const int nmax = count > 0 ? *std::max_element(n.begin(), n.end()) : 0;
     const Uplo uplo = o.uplo == "upper" ? Uplo::upper : Uplo::lower;
     std::vector<int> ld(n.size());
-    std::vector<std::size_t> offA(n.size() + 1, 0), offB(n.size() + 1, 0);
+    std::vector<std::size_t> offA(n.size() + 1, 0), offB(n.size() + 1, 0), offP(n.size() + 1, 0);
     for (int b = 0; b < count; ++b) {
         ld[b] = std::max(1, n[b]);
+        offP[b + 1] = offP[b] + (lu ? static_cast<std::size_t>(ld[b]) : 0);
         offA[b + 1] = offA[b] + static_cast<std::size_t>(ld[b]) * n[b];
         offB[b + 1] = offB[b] + static_cast<std::size_t>(ld[b]) * nrhs;
     }
@@ -515,7 +520,10 @@ int run_vbatched(const BatchedOptions& o) {
 
     std::vector<T> A0(offA[count]), A(offA[count]), F(nrhs > 0 ? offA[count] : 0), B0(offB[count]), B(offB[count]);
     parallel_for(count, [&](int b) {
-        matgen::spd(n[b], matrix_seed(seed, b, 0), A0.data() + offA[b], ld[b]);
+        if (lu)
+            matgen::uniform(n[b], n[b], matrix_seed(seed, b, 0), A0.data() + offA[b], ld[b]);
+        else
+            matgen::spd(n[b], matrix_seed(seed, b, 0), A0.data() + offA[b], ld[b]);
         if (nrhs > 0) matgen::uniform(n[b], nrhs, matrix_seed(seed, b, 1), B0.data() + offB[b], ld[b]);
     });
     const auto pointers = [&](std::vector<T>& v, const std::vector<std::size_t>& off) {
@@ -524,14 +532,24 @@ int run_vbatched(const BatchedOptions& o) {
         return p;
     };
     const std::vector<T*> pA = pointers(A, offA), pF = pointers(F, offA), pB = pointers(B, offB);
+    std::vector<int> ipiv(offP[count]);
+    std::vector<int*> pP(n.size());
+    for (int b = 0; b < count; ++b) pP[b] = ipiv.data() + offP[b];
+    const std::vector<const int*> cP(pP.begin(), pP.end());
     std::vector<int> info(n.size(), 0);
     int factor_failures = 0;
     if (nrhs > 0) {
         F = A0;  // the solve's factors, untimed
-        factor_failures = vpotrf(uplo, n.data(), pF.data(), ld.data(), info.data(), count);
+        factor_failures = lu ? vgetrf(n.data(), pF.data(), ld.data(), pP.data(), info.data(), count)
+                             : vpotrf(uplo, n.data(), pF.data(), ld.data(), info.data(), count);
     }
     double flops = 0;
-    for (int b = 0; b < count; ++b) flops += o.op == "potrf" ? potrf_flops(n[b]) : potrs_flops(n[b], nrhs);
+    for (int b = 0; b < count; ++b) {
+        if (o.op == "potrf") flops += potrf_flops(n[b]);
+        if (o.op == "potrs") flops += potrs_flops(n[b], nrhs);
+        if (o.op == "getrf") flops += getrf_flops(n[b]);
+        if (o.op == "getrs") flops += getrs_flops(n[b], nrhs);
+    }
 
     int failed_rows = 0;
     for (int it = 1; it <= o.niter; ++it) {
@@ -539,10 +557,10 @@ int run_vbatched(const BatchedOptions& o) {
         B = B0;
         int failures = factor_failures;
         const auto t0 = std::chrono::steady_clock::now();
-        if (o.op == "potrf")
-            failures = vpotrf(uplo, n.data(), pA.data(), ld.data(), info.data(), count);
-        else
-            vpotrs(uplo, n.data(), nrhs, pF.data(), ld.data(), pB.data(), ld.data(), count);
+        if (o.op == "potrf") failures = vpotrf(uplo, n.data(), pA.data(), ld.data(), info.data(), count);
+        if (o.op == "getrf") failures = vgetrf(n.data(), pA.data(), ld.data(), pP.data(), info.data(), count);
+        if (o.op == "potrs") vpotrs(uplo, n.data(), nrhs, pF.data(), ld.data(), pB.data(), ld.data(), count);
+        if (o.op == "getrs") vgetrs(n.data(), nrhs, pF.data(), ld.data(), cP.data(), pB.data(), ld.data(), count);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         nlohmann::ordered_json r = {{"op", o.op},        {"prec", o.prec},   {"count", count},
                                     {"sizes", o.sizes},  {"nmax", nmax},     {"nrhs", nrhs},
@@ -557,6 +575,8 @@ int run_vbatched(const BatchedOptions& o) {
                 const T* a0 = A0.data() + offA[b];
                 if (o.op == "potrf")
                     res[b] = residuals::potrf(uplo, n[b], a0, ld[b], A.data() + offA[b], ld[b]);
+                else if (o.op == "getrf")
+                    res[b] = residuals::getrf(n[b], a0, ld[b], A.data() + offA[b], ld[b], pP[b]);
                 else
                     res[b] = residuals::solve(n[b], nrhs, a0, ld[b], B.data() + offB[b], ld[b], B0.data() + offB[b],
                                               ld[b]);
@@ -638,7 +658,7 @@ void add_batched_command(CLI::App& app, Run& run) {
                     "With --input, write the factors (getrf, potrf, geqrf) or the solutions (getrs, potrs, gels:\n"
                     "count x n x nrhs) to this .npy file (3-D, Fortran order), atomically");
     cmd->add_option("--sizes", o->sizes,
-                    "Variable-size batch (potrf, potrs): uniform:NMAX (orders in [1, NMAX]), skewed:NMAX (1% of\n"
+                    "Variable-size batch (getrf, getrs, potrf, potrs): uniform:NMAX (orders in [1, NMAX]), skewed:NMAX (1% of\n"
                     "order NMAX, the rest in [1, NMAX/10]) or file:PATH (one order per line); host path only");
     cmd->footer(
         "Checks, per matrix: getrf ||P A - L U||_1 / (n ||A||_1 eps); potrf ||A - L L^T||_1 / (n ||A||_1 eps);\n"
@@ -651,9 +671,9 @@ void add_batched_command(CLI::App& app, Run& run) {
         "a .npy written atomically: the factors (getrf: L and U without the pivots, potrf: the factor in the uplo\n"
         "triangle, the other as read; geqrf: R and the reflectors without tau) or the solutions (count x n x nrhs).\n"
         "Every failing matrix is listed with its info. A bad file exits 2 naming it, with nothing written.\n"
-        "--sizes runs potrf or potrs on a variable-size batch through the host path of batched/vbatched.hpp\n"
-        "(LAPACKE per matrix on every core, no StarPU): the GPU path (SSDE/DSSE schedules) is a library call\n"
-        "only (batched::vpotrf with a Context), not run by this command.\n"
+        "--sizes runs getrf, getrs, potrf or potrs on a variable-size batch through the host path of\n"
+        "batched/vbatched.hpp (LAPACKE per matrix on every core, no StarPU): the GPU path (SSDE/DSSE\n"
+        "schedules) is a library call only (batched::vgetrf, vpotrf with a Context), not run by this command.\n"
         "Example: starfact batched --op getrf --count 10000 -n 32 --check\n"
         "         starfact batched --op potrf --input blocks.npy --output factors.npy --check");
     CLI::Option* n_opt = cmd->get_option("-n");

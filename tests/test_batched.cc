@@ -943,7 +943,7 @@ TEST_F(BatchedCliFiles, BadFilesExitTwoNamingTheFileAndWriteNothing) {
 
 TEST_F(BatchedCliFiles, VariableSizesPassTheirChecks) {
     for (const std::string sizes : {"uniform:40", "skewed:120"})
-        for (const char* op : {"potrf", "potrs"}) {
+        for (const char* op : {"potrf", "potrs", "getrf", "getrs"}) {
             const std::vector<std::string> args = {"batched", "--op",     op,     "--sizes", sizes,  "--count",
                                                    "150",     "--nrhs",   "2",    "--check", "--format", "json",
                                                    "--uplo",  "upper",    "--prec", "s"};
@@ -982,7 +982,7 @@ TEST_F(BatchedCliFiles, VariableSizesPassTheirChecks) {
         {"--op", "potrf", "--sizes", "normal:10"},
         {"--op", "potrf", "--sizes", "file:" + file("bad.txt")},
         {"--op", "potrf", "--sizes", "file:" + file("none.txt")},
-        {"--op", "getrf", "--sizes", "uniform:10"},
+        {"--op", "geqrf", "--sizes", "uniform:10"},
         {"--op", "potrf", "--sizes", "uniform:10", "-n", "4"},
     };
     for (const auto& extra : bad) {

@@ -1,4 +1,6 @@
-// The variable-size batched CUDA Cholesky (batched::cuda::vpotrf, vpotrs; issue 6) against
+// The variable-size batched CUDA Cholesky (batched::cuda::vpotrf, vpotrs; issue 6) and LU
+// (vgetrf, vgetrs: the same kinds of batches, zero pivots planted at columns 1, n/2+1, n,
+// pivots and factors against LAPACKE's, a NaN in one matrix affecting only it) against
 // LAPACKE on the same matrices: mixed orders (0 and 1 included; uniform in [0, NMAX] and the
 // paper's skewed distribution), NMAX 32..512, both schedules, both triangles, float and double,
 // lda[b] > n[b]. Every info exact (planted failures at count/4, count/2, count-1; a NaN in one
@@ -26,6 +28,7 @@
 #include "common/error.hpp"
 #include "cuda_test_support.hpp"
 #include "test_support.hpp"
+#include "vbatched_lu_support.hpp"
 
 namespace starfact::test {
 namespace {
@@ -463,6 +466,380 @@ TYPED_TEST(VBatchedCuda, ApiArgumentErrors) {
     const auto F = d.download(c.A);
     for (int b = 0; b < 3; ++b)
         EXPECT_EQ(std::memcmp(F[b].ptr(), c.A[b].ptr(), c.A[b].data.size() * sizeof(T)), 0) << "matrix " << b;
+}
+
+// ---- LU (vgetrf, vgetrs) ---------------------------------------------------------------------
+
+/// Device pivot storage for a variable-size batch: max(1, n[b]) ints per matrix back to back,
+/// poisoned with -99, and the array of their device pointers.
+struct DevicePivots {
+    std::vector<std::size_t> offset;
+    std::vector<int> n;
+    DeviceBuffer<int> data;
+    DeviceBuffer<int*> ptrs;
+
+    explicit DevicePivots(const std::vector<int>& orders) : n(orders) {
+        std::size_t total = 0;
+        for (int k : orders) {
+            offset.push_back(total);
+            total += static_cast<std::size_t>(std::max(k, 1));
+        }
+        data = DeviceBuffer<int>(std::max<std::size_t>(total, 1));
+        ptrs = DeviceBuffer<int*>(std::max<std::size_t>(orders.size(), 1));
+        std::vector<int> poison(data.size(), -99);
+        std::vector<int*> p;
+        for (std::size_t b = 0; b < orders.size(); ++b) p.push_back(data.get() + offset[b]);
+        DeviceVBatch<double>::copy(data.get(), poison.data(), poison.size() * sizeof(int), cudaMemcpyHostToDevice);
+        if (!p.empty()) DeviceVBatch<double>::copy(ptrs.get(), p.data(), p.size() * sizeof(int*), cudaMemcpyHostToDevice);
+    }
+    std::vector<std::vector<int>> download() const {
+        const auto all = download_ints(data);
+        std::vector<std::vector<int>> h;
+        for (std::size_t b = 0; b < n.size(); ++b)
+            h.emplace_back(all.begin() + static_cast<long>(offset[b]), all.begin() + static_cast<long>(offset[b]) +
+                                                                           std::max(n[b], 1));
+        return h;
+    }
+};
+
+/// A general batch to factor: uniform [-1, 1) matrices (lda[b] = max(1, n[b] + b % 3)), zero
+/// pivots planted at count/4, count/2, count-1 (order raised to 1 there) at columns 1, n/2+1, n.
+template <class T>
+struct LuCase {
+    std::vector<HostMatrix<T>> A;
+    std::vector<int> expected;
+    int nan_at = -1;  ///< the matrix holding a NaN, if any (its info is not compared)
+};
+
+template <class T>
+LuCase<T> make_lu_case(std::vector<int> n, bool plant, std::uint64_t seed) {
+    const int count = static_cast<int>(n.size());
+    LuCase<T> c;
+    c.expected.assign(count, 0);
+    std::vector<int> at;
+    if (plant && count > 0) at = {count / 4, count / 2, count - 1};
+    for (int b : at) n[b] = std::max(n[b], 1);
+    for (int b = 0; b < count; ++b)
+        c.A.push_back(random_matrix<T>(n[b], n[b], std::max(1, n[b] + b % 3), seed + 7919ULL * b));
+    std::set<int> seen;
+    for (std::size_t f = 0; f < at.size(); ++f) {
+        const int b = at[f];
+        if (!seen.insert(b).second) continue;
+        const int k = f == 0 ? 1 : f == 1 ? n[b] / 2 + 1 : n[b];
+        c.A[b] = lu_failing_at<T>(n[b], k, std::max(1, n[b] + b % 3), seed + 7919ULL * b);
+        c.expected[b] = k;
+    }
+    return c;
+}
+
+/// What one vgetrf call returned.
+template <class T>
+struct LuResult {
+    std::vector<HostMatrix<T>> F;
+    std::vector<std::vector<int>> ipiv;
+    std::vector<int> info;
+};
+
+template <class T>
+class VBatchedLuCuda : public CudaHandlesTest {
+protected:
+    VBatchedLuCuda() : CudaHandlesTest("variable-size batched LU") {}
+
+    bc::Launch launch(void* ws, std::size_t bytes) {
+        bc::Launch l;
+        l.stream = stream_;
+        l.cublas = blas_;
+        l.workspace = ws;
+        l.workspace_bytes = bytes;
+        return l;
+    }
+
+    /// Factors c on the GPU with schedule s; checks every matrix against LAPACKE on a copy:
+    /// info exact, pivots in range and (but for at most 2% of the matrices, near ties rounding
+    /// the other way) equal, then the factor close; residual below 30; padding untouched.
+    LuResult<T> factor_and_check(const LuCase<T>& c, bc::Schedule s) {
+        const int count = static_cast<int>(c.A.size());
+        int nmax = 0;
+        std::vector<int> n;
+        for (const auto& A : c.A) {
+            nmax = std::max(nmax, A.n);
+            n.push_back(A.n);
+        }
+        DeviceVBatch<T> d(c.A);
+        DevicePivots piv(n);
+        DeviceBuffer<int> info(std::max(count, 1));
+        EXPECT_TRUE(cuda_ok(cudaMemset(info.get(), 0x5a, info.size() * sizeof(int))));
+        const std::size_t bytes = bc::vgetrf_workspace<T>(nmax, count);
+        DeviceBuffer<char> ws(bytes);
+        bc::vgetrf<T>(launch(ws.get(), bytes), s, nmax, d.dn.get(), d.ptrs.get(), d.dld.get(), piv.ptrs.get(),
+                      info.get(), count);
+        EXPECT_TRUE(this->sync());
+        LuResult<T> r{d.download(c.A), piv.download(), download_ints(info)};
+        if (count == 0) return r;
+        const double eps = ScalarTraits<T>::eps;
+        int reported = 0, pivots_differ = 0;
+        auto report = [&](int b, const std::string& what) {
+            ADD_FAILURE() << name(s) << ", nmax " << nmax << ", count " << count << ", matrix " << b << " (n "
+                          << c.A[b].n << ", lda " << c.A[b].ld << "): " << what;
+            return ++reported >= 5;
+        };
+        for (int b = 0; b < count; ++b) {
+            const auto& A = c.A[b];
+            const int nb = A.n;
+            HostMatrix<T> L = A;
+            std::vector<int> lpiv(std::max(nb, 1), -99);
+            const int linfo = nb == 0 ? 0 : blas::getrf(nb, nb, L.ptr(), L.ld, lpiv.data());
+            if (non_nan_in_padding(r.F[b]) != 0 && report(b, "the padding was written")) break;
+            bool in_range = true;
+            for (int i = 0; i < nb; ++i) in_range = in_range && r.ipiv[b][i] >= i + 1 && r.ipiv[b][i] <= nb;
+            if (!in_range && report(b, "a pivot out of range")) break;
+            if (b == c.nan_at) {
+                if ((r.info[b] < 0 || r.info[b] > nb) && report(b, "info out of range")) break;
+                continue;
+            }
+            if (r.info[b] != c.expected[b] || linfo != c.expected[b]) {
+                std::ostringstream m;
+                m << "info " << r.info[b] << ", planted " << c.expected[b] << ", LAPACKE's " << linfo;
+                if (report(b, m.str())) break;
+                continue;
+            }
+            const double res = lu_residual_ratio(A, r.F[b], r.ipiv[b].data());
+            if (!(checks::passes(res) && res >= 0)) {
+                std::ostringstream m;
+                m << "residual " << res;
+                if (report(b, m.str())) break;
+            }
+            if (nb > 0 && !std::equal(lpiv.begin(), lpiv.begin() + nb, r.ipiv[b].begin())) {
+                ++pivots_differ;
+                continue;
+            }
+            const double diff = max_abs_diff(r.F[b], L);
+            const double tol = 100.0 * std::max(nb, 1) * eps * std::max(1.0, max_abs(L));
+            if (!(diff <= tol)) {
+                std::ostringstream m;
+                m << "max |F - F_lapack| = " << diff << " > " << tol;
+                if (report(b, m.str())) break;
+            }
+        }
+        EXPECT_LE(pivots_differ, std::max(1, count / 50))
+            << name(s) << ", nmax " << nmax << ": matrices whose pivots differ from LAPACKE's";
+        return r;
+    }
+};
+
+TYPED_TEST_SUITE(VBatchedLuCuda, Precisions);
+
+// Both distributions, NMAX 32..512, both schedules, planted zero pivots; the two schedules give
+// bitwise the same factors and pivots (the same operations on each matrix).
+TYPED_TEST(VBatchedLuCuda, MixedSizesAgainstLapack) {
+    using T = TypeParam;
+    struct Shape {
+        int nmax, count;
+    };
+    for (bool skewed : {false, true})
+        for (Shape sh : {Shape{32, 300}, Shape{64, 200}, Shape{128, 100}, Shape{512, skewed ? 200 : 40}}) {
+            SCOPED_TRACE(::testing::Message() << (skewed ? "skewed" : "uniform") << ", nmax " << sh.nmax << ", count "
+                                              << sh.count);
+            const std::uint64_t s = this->seed() + 1009ULL * sh.nmax + (skewed ? 7 : 0);
+            const auto c = make_lu_case<T>(draw_sizes(skewed, sh.nmax, sh.count, s), true, s);
+            const auto r1 = this->factor_and_check(c, bc::Schedule::ssde);
+            const auto r2 = this->factor_and_check(c, bc::Schedule::dsse);
+            if (this->HasFailure()) return;
+            ASSERT_EQ(r1.info, r2.info);
+            for (int b = 0; b < sh.count; ++b) {
+                ASSERT_EQ(r1.ipiv[b], r2.ipiv[b]) << "matrix " << b << ": SSDE and DSSE pivots differ";
+                ASSERT_EQ(std::memcmp(r1.F[b].ptr(), r2.F[b].ptr(), r1.F[b].data.size() * sizeof(T)), 0)
+                    << "matrix " << b << " (n " << c.A[b].n << "): SSDE and DSSE factors differ";
+            }
+        }
+}
+
+// Every order 0..70 once (block edges 31/32/33, 63/64/65), a large one at 200; counts 1 and 7;
+// all orders 0; count 0.
+TYPED_TEST(VBatchedLuCuda, EveryOrderAndSmallCounts) {
+    using T = TypeParam;
+    std::vector<int> all;
+    for (int n = 0; n <= 70; ++n) all.push_back(n);
+    all.push_back(200);
+    std::shuffle(all.begin(), all.end(), std::mt19937_64(this->seed()));
+    for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) {
+        this->factor_and_check(make_lu_case<T>(all, true, this->seed()), s);
+        this->factor_and_check(make_lu_case<T>({37}, false, this->seed() + 1), s);
+        this->factor_and_check(make_lu_case<T>({45}, true, this->seed() + 2), s);  // the single one is singular
+        this->factor_and_check(make_lu_case<T>({3, 0, 1, 64, 65, 2, 96}, true, this->seed() + 3), s);
+        this->factor_and_check(make_lu_case<T>(std::vector<int>(5, 0), false, this->seed() + 4), s);
+        bc::vgetrf<T>(this->launch(nullptr, 0), s, 8, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+        if (this->HasFailure()) return;
+    }
+    bc::vgetrs<T>(this->launch(nullptr, 0), 8, nullptr, 3, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+    ASSERT_TRUE(this->sync());
+}
+
+// A NaN in one matrix: no hang, its pivots in range and its info in [0, n]; every other matrix
+// exact (info, pivots, residual).
+TYPED_TEST(VBatchedLuCuda, NanInOneMatrix) {
+    using T = TypeParam;
+    std::mt19937_64 rng(this->seed());
+    for (int nbad : {1, 8, 32, 33, 100, 256}) {
+        SCOPED_TRACE(::testing::Message() << "n " << nbad);
+        auto sizes = draw_sizes(false, 256, 9, this->seed() + nbad);
+        sizes[4] = nbad;
+        auto c = make_lu_case<T>(sizes, false, this->seed() + 3ULL * nbad);
+        c.A[4](static_cast<int>(rng() % nbad), static_cast<int>(rng() % nbad)) = nan<T>();
+        c.nan_at = 4;
+        this->factor_and_check(c, bc::Schedule::dsse);
+        this->factor_and_check(c, bc::Schedule::ssde);
+        if (this->HasFailure()) return;
+    }
+}
+
+// vgetrs from LAPACKE's factors on mixed orders: backward error below 30, X close to LAPACKE's
+// getrs, the factors, the pivots and B's padding untouched.
+TYPED_TEST(VBatchedLuCuda, SolvesAgainstLapack) {
+    using T = TypeParam;
+    const double eps = ScalarTraits<T>::eps;
+    for (int nmax : {20, 64, 300})
+        for (int nrhs : {1, 3, 7, 16, 37}) {
+            SCOPED_TRACE(::testing::Message() << "nmax " << nmax << ", nrhs " << nrhs);
+            const std::uint64_t s = this->seed() + 100003ULL * nmax + nrhs;
+            const auto n = draw_sizes(false, nmax, 30, s);
+            std::vector<HostMatrix<T>> A, F, B, X;
+            std::vector<std::vector<int>> piv;
+            for (int b = 0; b < 30; ++b) {
+                A.push_back(random_matrix<T>(n[b], n[b], n[b] + 1 + b % 2, s + b));
+                HostMatrix<T> f = A.back();
+                std::vector<int> p(std::max(n[b], 1), 0);
+                ASSERT_EQ(n[b] == 0 ? 0 : blas::getrf(n[b], n[b], f.ptr(), f.ld, p.data()), 0);
+                F.push_back(f);
+                piv.push_back(p);
+                HostMatrix<T> rhs = random_matrix<T>(n[b], nrhs, n[b] + 2 - b % 2, s + 5 * b + 1);
+                B.push_back(rhs);
+                if (n[b] > 0) {
+                    ASSERT_EQ(blas::getrs('N', n[b], nrhs, f.ptr(), f.ld, p.data(), rhs.ptr(), rhs.ld), 0);
+                }
+                X.push_back(rhs);
+            }
+            DeviceVBatch<T> dA(F), dB(B);
+            DevicePivots dp(n);
+            for (int b = 0; b < 30; ++b)
+                DeviceVBatch<T>::copy(dp.data.get() + dp.offset[b], piv[b].data(), piv[b].size() * sizeof(int),
+                                      cudaMemcpyHostToDevice);
+            EXPECT_EQ(bc::vgetrs_workspace<T>(nmax, nrhs, 30), 0u);
+            bc::vgetrs<T>(this->launch(nullptr, 0), nmax, dA.dn.get(), nrhs,
+                          reinterpret_cast<const T* const*>(dA.ptrs.get()), dA.dld.get(),
+                          reinterpret_cast<const int* const*>(dp.ptrs.get()), dB.ptrs.get(), dB.dld.get(), 30);
+            ASSERT_TRUE(this->sync());
+            const auto Fafter = dA.download(F);
+            const auto Pafter = dp.download();
+            const auto Xgpu = dB.download(B);
+            for (int b = 0; b < 30; ++b) {
+                ASSERT_EQ(std::memcmp(Fafter[b].ptr(), F[b].ptr(), F[b].data.size() * sizeof(T)), 0)
+                    << "matrix " << b << ": the factor's storage changed";
+                ASSERT_EQ(Pafter[b], piv[b]) << "matrix " << b << ": the pivots changed";
+                ASSERT_EQ(non_nan_in_padding(Xgpu[b]), 0) << "matrix " << b << ": B's padding was written";
+                if (n[b] == 0) continue;
+                ASSERT_PRED_FORMAT1(ResidualPasses, solve_residual(A[b], Xgpu[b], B[b])) << "matrix " << b;
+                const double diff = max_abs_diff(Xgpu[b], X[b]);
+                const double tol = 1000.0 * n[b] * eps * std::max(1.0, max_abs(X[b]));
+                ASSERT_LE(diff, tol) << "matrix " << b << " (n " << n[b] << "): max |X - X_lapack|";
+            }
+        }
+}
+
+// The public GPU API (Context) against the host path on the same matrices: factor, then solve
+// with our own factors.
+TYPED_TEST(VBatchedLuCuda, ApiAgainstHostPath) {
+    using T = TypeParam;
+    const int count = 60, nrhs = 5;
+    for (auto sched : {batched::Schedule::ssde, batched::Schedule::dsse}) {
+        const std::uint64_t s = this->seed() + (sched == batched::Schedule::dsse ? 5 : 0);
+        const auto c = make_lu_case<T>(draw_sizes(true, 300, count, s), true, s);
+        std::vector<int> n;
+        std::vector<HostMatrix<T>> B;
+        for (int b = 0; b < count; ++b) {
+            n.push_back(c.A[b].n);
+            B.push_back(random_matrix<T>(c.A[b].n, nrhs, c.A[b].n + 1, s + 77 + b));
+        }
+        DeviceVBatch<T> dA(c.A), dB(B);
+        DevicePivots dp(n);
+        DeviceBuffer<int> dinfo(count);
+        batched::Context ctx(this->stream_);
+        batched::vgetrf<T>(ctx, sched, dA.sizes(), dA.ptrs.get(), dp.ptrs.get(), dinfo.get(), count);
+        batched::vgetrs<T>(ctx, dA.sizes(), nrhs, reinterpret_cast<const T* const*>(dA.ptrs.get()),
+                           reinterpret_cast<const int* const*>(dp.ptrs.get()), dB.sizes(), dB.ptrs.get(), count);
+        ASSERT_TRUE(this->sync());
+        const auto gpu_info = download_ints(dinfo);
+        const auto gpu_piv = dp.download();
+        const auto Xg = dB.download(B);
+        auto HA = c.A;
+        std::vector<std::vector<int>> hpiv(count);
+        std::vector<T*> pa;
+        std::vector<int*> pp;
+        std::vector<int> lda, info(count, -1);
+        for (int b = 0; b < count; ++b) {
+            hpiv[b].assign(std::max(n[b], 1), -99);
+            pa.push_back(HA[b].ptr());
+            pp.push_back(hpiv[b].data());
+            lda.push_back(HA[b].ld);
+        }
+        EXPECT_EQ(batched::vgetrf<T>(n.data(), pa.data(), lda.data(), pp.data(), info.data(), count), 3);
+        EXPECT_EQ(gpu_info, info);
+        EXPECT_EQ(info, c.expected);
+        for (int b = 0; b < count; ++b) {
+            if (info[b] != 0 || n[b] == 0) continue;
+            EXPECT_EQ(non_nan_in_padding(Xg[b]), 0) << "matrix " << b;
+            ASSERT_PRED_FORMAT1(ResidualPasses, solve_residual(c.A[b], Xg[b], B[b]))
+                << "matrix " << b << " (pivots as the host path's: " << (gpu_piv[b] == hpiv[b]) << ")";
+        }
+    }
+}
+
+// The GPU API's checks: each bad argument named, before anything is enqueued (data untouched).
+TYPED_TEST(VBatchedLuCuda, ApiArgumentErrors) {
+    using T = TypeParam;
+    const auto c = make_lu_case<T>({4, 0, 9}, false, this->seed());
+    DeviceVBatch<T> d(c.A);
+    DevicePivots dp({4, 0, 9});
+    DeviceBuffer<int> dinfo(3);
+    ASSERT_TRUE(cuda_ok(cudaMemset(dinfo.get(), 0x5a, 3 * sizeof(int))));
+    batched::Context ctx(this->stream_);
+    auto expect_named = [&](const batched::VSizes& s, T* const* A, int* const* ipiv, int* info, int count,
+                            const std::string& arg) {
+        try {
+            batched::vgetrf<T>(ctx, batched::Schedule::dsse, s, A, ipiv, info, count);
+            ADD_FAILURE() << "no ArgumentError for '" << arg << "'";
+        } catch (const ArgumentError& e) {
+            EXPECT_EQ(e.argument(), arg) << e.what();
+        }
+    };
+    std::vector<int> n = d.n, lda = d.ld;
+    batched::VSizes s{n.data(), lda.data(), d.dn.get(), d.dld.get()};
+    expect_named(s, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), -1, "count");
+    n[2] = -1;
+    expect_named(s, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3, "n");
+    n[2] = 9;
+    lda[0] = 3;
+    expect_named(s, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3, "lda");
+    lda[0] = 4;
+    expect_named(s, nullptr, dp.ptrs.get(), dinfo.get(), 3, "A");
+    expect_named(s, d.ptrs.get(), nullptr, dinfo.get(), 3, "ipiv");
+    expect_named(s, d.ptrs.get(), dp.ptrs.get(), nullptr, 3, "info");
+    expect_named({n.data(), lda.data(), nullptr, d.dld.get()}, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3,
+                 "device_n");
+    try {
+        batched::vgetrs<T>(ctx, s, -2, reinterpret_cast<const T* const*>(d.ptrs.get()),
+                           reinterpret_cast<const int* const*>(dp.ptrs.get()), s, d.ptrs.get(), 3);
+        ADD_FAILURE() << "no ArgumentError for 'nrhs'";
+    } catch (const ArgumentError& e) {
+        EXPECT_EQ(e.argument(), "nrhs") << e.what();
+    }
+    ASSERT_TRUE(this->sync());
+    EXPECT_EQ(download_ints(dinfo), std::vector<int>(3, 0x5a5a5a5a)) << "info was written";
+    const auto F = d.download(c.A);
+    for (int b = 0; b < 3; ++b)
+        EXPECT_EQ(std::memcmp(F[b].ptr(), c.A[b].ptr(), c.A[b].data.size() * sizeof(T)), 0) << "matrix " << b;
+    const auto P = dp.download();
+    EXPECT_EQ(P[0], std::vector<int>(4, -99));
 }
 
 }  // namespace
