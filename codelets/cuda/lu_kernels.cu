@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
+#include "codelets/cpu/lu_kernels.hpp"
 #include "codelets/cuda/tile_kernels.hpp"
 
 namespace starfact::cuda {
@@ -86,6 +88,32 @@ __global__ void pivots_to_int32_kernel(const std::int64_t* ipiv64, int k, int m,
         const std::int64_t p = ipiv64[j];
         ipiv[j] = (p < j + 1 || p > m) ? j + 1 : static_cast<int>(p);
     }
+}
+
+// *info = the first j (1-based) with U(j, j) exactly zero, else 0: LAPACK's convention, which
+// the CPU kernels follow. It replaces cuSOLVER's getrf info, which can also count a NaN pivot.
+template <class T>
+__global__ void zero_pivot_info_kernel(TileView<const T> A, int k, int* info) {
+    __shared__ int first;
+    if (threadIdx.x == 0) first = k;
+    __syncthreads();
+    for (int j = threadIdx.x; j < k; j += blockDim.x)
+        if (A(j, j) == T(0)) atomicMin(&first, j);
+    __syncthreads();
+    if (threadIdx.x == 0) *info = first < k ? first + 1 : 0;
+}
+
+// *flag = 1 when the m x n block A holds a NaN or an infinity (the flag is never cleared here).
+template <class T>
+__global__ void non_finite_kernel(TileView<const T> A, int* flag) {
+    const long long total = static_cast<long long>(A.m) * A.n;
+    int found = 0;
+    for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total && !found;
+         idx += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const T v = A(static_cast<int>(idx % A.m), static_cast<int>(idx / A.m));
+        found = !(v - v == T(0));  // NaN - NaN and inf - inf are NaN
+    }
+    if (__syncthreads_or(found) && threadIdx.x == 0) *flag = 1;
 }
 
 // LAPACK's laswp with increment 1: the swaps j <-> ipiv[j] - 1, j = 0..k-1, in order. Each
@@ -260,7 +288,8 @@ __global__ void apply_pair_swaps_kernel(TileView<T> X, TileView<T> Y, const int*
 template <class T>
 __global__ void __launch_bounds__(kPanelMaxThreads)
     tstrf_panel_kernel(TileView<T> U, TileView<T> A, TileView<T> L, int* ipiv, int* info, int j0, int K,
-                       bool cached) {
+                       bool cached, const int* only_if) {
+    if (only_if != nullptr && *only_if == 0) return;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ T warp_key[kPanelMaxThreads / kWarp];
     __shared__ int warp_idx[kPanelMaxThreads / kWarp];
@@ -360,25 +389,49 @@ __global__ void __launch_bounds__(kPanelMaxThreads)
 // TSTRF's wide blocks go to cuSOLVER: the stack [triu(U(J, J)); A(:, J)] is copied into a
 // (b + m) x b panel, factored by Xgetrf (all of the GPU, not one thread block), and copied back.
 // The rows of U below the current column are exact zeros in that column, so partial pivoting
-// never picks them for finite data; the encoding below turns any such pick (NaN) into "no swap".
+// never picks them for finite data. Non-finite data is another matter: cuSOLVER's getrf does not
+// carry NaN through (see getrf), and a NaN pivot can make it swap two rows of U, which TSTRF's
+// pivots cannot express. A block whose stack holds a NaN or an infinity, or whose pivots swap
+// rows of U, is therefore factored from its untouched input by our panel kernel instead, which
+// follows the CPU kernel (see tstrf_solver_panel).
 constexpr int kSolverPanelMinWidth = 32;
 constexpr int kCopyThreads = 256;
 
+// Also sets *non_finite when a value stacked is NaN or infinite (never clears it).
 template <class T>
-__global__ void stack_panel_kernel(TileView<const T> Ujj, TileView<const T> Aj, TileView<T> P) {
+__global__ void stack_panel_kernel(TileView<const T> Ujj, TileView<const T> Aj, TileView<T> P, int* non_finite) {
     const int b = Ujj.n;
     const long long total = static_cast<long long>(P.m) * b;
+    int found = 0;
     for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
          idx += static_cast<long long>(gridDim.x) * blockDim.x) {
         const int r = static_cast<int>(idx % P.m), c = static_cast<int>(idx / P.m);
-        P(r, c) = r < b ? (r <= c ? Ujj(r, c) : T(0)) : Aj(r - b, c);
+        const T v = r < b ? (r <= c ? Ujj(r, c) : T(0)) : Aj(r - b, c);
+        found |= !(v - v == T(0));
+        P(r, c) = v;
     }
+    if (__syncthreads_or(found) && threadIdx.x == 0) *non_finite = 1;
 }
 
+// Sets *redo when cuSOLVER swapped two rows of the U part of the panel (a pivot p with p <= b
+// and p != c + 1 for column c), which only non-finite data can cause (never clears it).
+__global__ void check_panel_pivots_kernel(const std::int64_t* ipiv64, int b, int* redo) {
+    int bad = 0;
+    for (int c = threadIdx.x; c < b; c += blockDim.x) {
+        const std::int64_t p = ipiv64[c];
+        if (p <= b && p != c + 1) bad = 1;
+    }
+    if (__syncthreads_or(bad) && threadIdx.x == 0) *redo = 1;
+}
+
+// Copies the factored panel back unless *redo. Info counts exactly zero pivots only (the CPU
+// kernel's and LAPACK's convention), read from the diagonal of U: cuSOLVER's own info may also
+// count NaN pivots.
 template <class T>
 __global__ void unstack_panel_kernel(TileView<const T> P, TileView<T> Ujj, TileView<T> Lj, TileView<T> Aj,
-                                     const std::int64_t* ipiv64, const int* panel_info, int* ipiv, int* info, int j0,
+                                     const std::int64_t* ipiv64, const int* redo, int* ipiv, int* info, int j0,
                                      int K) {
+    if (*redo) return;
     const int b = Ujj.n;
     const long long total = static_cast<long long>(P.m) * b;
     for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
@@ -392,11 +445,13 @@ __global__ void unstack_panel_kernel(TileView<const T> P, TileView<T> Ujj, TileV
             Lj(r, c) = P(r, c);
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) {
+        int first_zero = 0;
         for (int c = 0; c < b; ++c) {
             const std::int64_t p = ipiv64[c];
-            ipiv[c] = (p > b && p <= P.m) ? K + static_cast<int>(p - b) : j0 + c + 1;
+            ipiv[c] = p > b ? K + static_cast<int>(p - b) : j0 + c + 1;
+            if (first_zero == 0 && P(c, c) == T(0)) first_zero = c + 1;
         }
-        if (*panel_info > 0 && *info == 0) *info = j0 + *panel_info;
+        if (first_zero > 0 && *info == 0) *info = j0 + first_zero;
     }
 }
 
@@ -585,15 +640,15 @@ std::size_t inverse_buffer_bytes(int ib, int n) {
     return align_up(sizeof(T) * static_cast<std::size_t>(std::max(ib, 1)) * std::max({n, ib, 1}));
 }
 
-// Bytes of TSTRF's solver panel for a block of b columns over m rows: int64 pivots, info, the
-// (b + m) x b panel, cuSOLVER's buffer.
+// Bytes of TSTRF's solver panel for a block of b columns over m rows: int64 pivots, cuSOLVER's
+// info and our redo flag, the (b + m) x b panel, cuSOLVER's buffer.
 template <class T>
 cudaError_t solver_panel_bytes(cusolverDnHandle_t solver, cusolverDnParams_t params, int m, int b,
                                std::size_t* bytes) {
     std::size_t device_bytes = 0, host_bytes = 0;
     const cudaError_t err = getrf_buffer_bytes(solver, params, data_type<T>(), b + m, b, &device_bytes, &host_bytes);
     if (err != cudaSuccess) return err;
-    *bytes = align_up(sizeof(std::int64_t) * b) + align_up(sizeof(int)) +
+    *bytes = align_up(sizeof(std::int64_t) * b) + align_up(2 * sizeof(int)) +
              align_up(sizeof(T) * static_cast<std::size_t>(b + m) * b) + align_up(device_bytes);
     return cudaSuccess;
 }
@@ -650,6 +705,27 @@ std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
                      inversion_scratch_bytes<T>(k)});
 }
 
+namespace {
+// GETRF of a tile by the CPU kernel: download, factor, upload (non-finite input only).
+template <class T>
+cudaError_t getrf_on_host(cudaStream_t stream, TileView<T> A, int* dipiv, int* dinfo, int ib) {
+    const int k = std::min(A.m, A.n);
+    std::vector<T> host(static_cast<std::size_t>(A.m) * A.n);
+    std::vector<int> ipiv(static_cast<std::size_t>(k));
+    const std::size_t row_bytes = sizeof(T) * A.m, ld_bytes = sizeof(T) * A.ld;
+    cudaError_t err = cudaMemcpy2DAsync(host.data(), row_bytes, A.data, ld_bytes, row_bytes, A.n,
+                                        cudaMemcpyDeviceToHost, stream);
+    if (err != cudaSuccess || (err = cudaStreamSynchronize(stream)) != cudaSuccess) return err;
+    int info = cpu::getrf<T>(TileView<T>{host.data(), A.m, A.n, std::max(A.m, 1)}, ipiv.data(), ib);
+    if ((err = cudaMemcpy2DAsync(A.data, ld_bytes, host.data(), row_bytes, row_bytes, A.n, cudaMemcpyHostToDevice,
+                                 stream)) != cudaSuccess ||
+        (err = cudaMemcpyAsync(dipiv, ipiv.data(), sizeof(int) * k, cudaMemcpyHostToDevice, stream)) != cudaSuccess ||
+        (err = cudaMemcpyAsync(dinfo, &info, sizeof(int), cudaMemcpyHostToDevice, stream)) != cudaSuccess)
+        return err;
+    return cudaStreamSynchronize(stream);  // the host buffers end here
+}
+}  // namespace
+
 template <class T>
 cudaError_t getrf(const LuContext& ctx, TileView<T> A, int* dipiv, int* dinfo, int ib) {
     // cuSOLVER picks its own blocking; any ib gives the same factorization up to rounding.
@@ -664,6 +740,21 @@ cudaError_t getrf(const LuContext& ctx, TileView<T> A, int* dipiv, int* dinfo, i
     if (host_bytes != 0) return cudaErrorNotSupported;
     const std::size_t pivot_bytes = align_up(static_cast<std::size_t>(k) * sizeof(std::int64_t));
     if (ctx.work == nullptr || pivot_bytes + device_bytes > ctx.work_bytes) return cudaErrorInvalidValue;
+    // cuSOLVER's getrf does not carry NaN through: on the H100 (CUDA 13) a column of NaN came out
+    // with an exact zero pivot and finite factors, so a NaN input could give a finite solution.
+    // A tile holding a NaN or an infinity is factored by the CPU kernel instead (LAPACK's
+    // semantics, the CPU worker's result). The scan reads the tile once and costs one
+    // synchronization: under 1% of the factorization from nb = 1024 on.
+    if ((err = cudaMemsetAsync(dinfo, 0, sizeof(int), ctx.stream)) != cudaSuccess) return err;
+    const long long elements = static_cast<long long>(A.m) * A.n;
+    const int scan_blocks = static_cast<int>(std::min<long long>((elements + kConvertThreads - 1) / kConvertThreads, 1024));
+    non_finite_kernel<T><<<scan_blocks, kConvertThreads, 0, ctx.stream>>>(as_const(A), dinfo);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    int non_finite = 0;
+    if ((err = cudaMemcpyAsync(&non_finite, dinfo, sizeof(int), cudaMemcpyDeviceToHost, ctx.stream)) != cudaSuccess ||
+        (err = cudaStreamSynchronize(ctx.stream)) != cudaSuccess)
+        return err;
+    if (non_finite) return getrf_on_host(ctx.stream, A, dipiv, dinfo, ib);
     auto* ipiv64 = static_cast<std::int64_t*>(ctx.work);
     void* buffer = static_cast<char*>(ctx.work) + pivot_bytes;
     if (cusolverDnXgetrf(ctx.solver, ctx.params, A.m, A.n, data_type<T>(), A.data, A.ld, ipiv64, data_type<T>(),
@@ -671,6 +762,7 @@ cudaError_t getrf(const LuContext& ctx, TileView<T> A, int* dipiv, int* dinfo, i
         return cudaErrorUnknown;
     const int blocks = std::min(blocks_for(k, kConvertThreads), 64);
     pivots_to_int32_kernel<<<blocks, kConvertThreads, 0, ctx.stream>>>(ipiv64, k, A.m, dipiv);
+    zero_pivot_info_kernel<T><<<1, kConvertThreads, 0, ctx.stream>>>(as_const(A), k, dinfo);
     return cudaGetLastError();
 }
 
@@ -718,8 +810,9 @@ cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, T
 namespace {
 // One block of TSTRF by our single-thread-block panel kernel (narrow blocks).
 template <class T>
+// With only_if, the kernel does nothing unless *only_if (a device flag) is nonzero.
 cudaError_t tstrf_shared_panel(TileView<T> Ujj, TileView<T> Aj, TileView<T> Lj, int* ipiv, int* dinfo, int j0, int K,
-                               std::size_t smem_budget, cudaStream_t stream) {
+                               std::size_t smem_budget, cudaStream_t stream, const int* only_if = nullptr) {
     const int b = Ujj.n, m = Aj.m;
     const std::size_t row_bytes = static_cast<std::size_t>(b) * sizeof(T);
     const std::size_t cached_bytes = row_bytes + static_cast<std::size_t>(m) * row_bytes;
@@ -730,14 +823,17 @@ cudaError_t tstrf_shared_panel(TileView<T> Ujj, TileView<T> Aj, TileView<T> Lj, 
                                                      static_cast<int>(smem));
         if (err != cudaSuccess) return err;
     }
-    tstrf_panel_kernel<T><<<1, panel_threads(m), smem, stream>>>(Ujj, Aj, Lj, ipiv, dinfo, j0, K, cached);
+    tstrf_panel_kernel<T><<<1, panel_threads(m), smem, stream>>>(Ujj, Aj, Lj, ipiv, dinfo, j0, K, cached, only_if);
     return cudaGetLastError();
 }
 
-// One block of TSTRF through cuSOLVER (wide blocks): stack, Xgetrf, unstack.
+// One block of TSTRF through cuSOLVER (wide blocks): stack, Xgetrf, unstack. When the stack
+// holds a NaN or an infinity, or cuSOLVER swapped rows of U, the unstack is skipped and our panel
+// kernel factors the block instead, all decided on the device (no synchronization with the host;
+// on finite data the panel kernel's launch returns at once).
 template <class T>
 cudaError_t tstrf_solver_panel(const LuContext& ctx, TileView<T> Ujj, TileView<T> Aj, TileView<T> Lj, int* ipiv,
-                               int* dinfo, int j0, int K) {
+                               int* dinfo, int j0, int K, std::size_t smem_budget) {
     const int b = Ujj.n, rows = b + Aj.m;
     std::size_t device_bytes = 0, host_bytes = 0;
     cudaError_t err = getrf_buffer_bytes(ctx.solver, ctx.params, data_type<T>(), rows, b, &device_bytes, &host_bytes);
@@ -748,20 +844,24 @@ cudaError_t tstrf_solver_panel(const LuContext& ctx, TileView<T> Ujj, TileView<T
     auto* ipiv64 = reinterpret_cast<std::int64_t*>(w);
     w += align_up(sizeof(std::int64_t) * b);
     auto* panel_info = reinterpret_cast<int*>(w);
-    w += align_up(sizeof(int));
+    w += align_up(2 * sizeof(int));
     const TileView<T> P{reinterpret_cast<T*>(w), rows, b, rows};
     w += align_up(sizeof(T) * static_cast<std::size_t>(rows) * b);
     if (static_cast<std::size_t>(w - static_cast<char*>(ctx.work)) + device_bytes > ctx.work_bytes)
         return cudaErrorInvalidValue;
+    int* redo = panel_info + 1;  // cuSOLVER's info is not used: unstack reads U's diagonal
+    if ((err = cudaMemsetAsync(redo, 0, sizeof(int), ctx.stream)) != cudaSuccess) return err;
     const int grid = std::min(blocks_for(rows * b, kCopyThreads), 1024);
-    stack_panel_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(Ujj), as_const(Aj), P);
+    stack_panel_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(Ujj), as_const(Aj), P, redo);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
     if (cusolverDnXgetrf(ctx.solver, ctx.params, rows, b, data_type<T>(), P.data, P.ld, ipiv64, data_type<T>(), w,
                          device_bytes, nullptr, 0, panel_info) != CUSOLVER_STATUS_SUCCESS)
         return cudaErrorUnknown;
-    unstack_panel_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(P), Ujj, Lj, Aj, ipiv64, panel_info, ipiv,
-                                                                   dinfo, j0, K);
-    return cudaGetLastError();
+    check_panel_pivots_kernel<<<1, kCopyThreads, 0, ctx.stream>>>(ipiv64, b, redo);
+    unstack_panel_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(P), Ujj, Lj, Aj, ipiv64, redo, ipiv, dinfo,
+                                                                   j0, K);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    return tstrf_shared_panel(Ujj, Aj, Lj, ipiv, dinfo, j0, K, smem_budget, ctx.stream, redo);
 }
 }  // namespace
 
@@ -790,7 +890,7 @@ cudaError_t tstrf(const LuContext& ctx, TileView<T> U, TileView<T> A, TileView<T
     for (int j0 = 0; j0 < K; j0 += ib) {
         const int b = std::min(ib, K - j0);
         const TileView<T> Ujj = U.sub(j0, j0, b, b), Aj = A.sub(0, j0, m, b), Lj = L.sub(0, j0, b, b);
-        err = solver_panel ? tstrf_solver_panel(ctx, Ujj, Aj, Lj, dipiv + j0, dinfo, j0, K)
+        err = solver_panel ? tstrf_solver_panel(ctx, Ujj, Aj, Lj, dipiv + j0, dinfo, j0, K, smem_budget)
                            : tstrf_shared_panel(Ujj, Aj, Lj, dipiv + j0, dinfo, j0, K, smem_budget, ctx.stream);
         if (err != cudaSuccess) return err;
         const TileView<T> Linv = L.sub(ib, j0, b, b);
