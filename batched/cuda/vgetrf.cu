@@ -4,7 +4,8 @@
 //
 // vgetrf is right-looking by steps of kVBlock = 32 columns. At step s, for every matrix whose
 // factorization is at column block c0 (w = min(32, n - c0) columns):
-// - panel kernel, one thread block per matrix: the panel A(c0:n, c0:c0+w) is factored with
+// - panel kernel, one thread block per matrix (32 to 256 threads, as the tallest panel of the
+//   step needs): the panel A(c0:n, c0:c0+w) is factored with
 //   partial pivoting, column by column (block-wide pivot search, the pivot row swapped across
 //   the panel's columns, scaling and rank-1 update of the rest of the panel). The panel is
 //   staged in shared memory when the tallest panel of the step fits in kTuning.smem_panel_bytes,
@@ -42,7 +43,7 @@ constexpr int K = kVBlock;
 constexpr int LK = K + 1;  // leading dimension of a K x K tile in shared memory
 
 struct VGetrfTuning {
-    int panel_threads;       // threads of the panel kernel
+    int panel_threads;       // threads of the panel kernel for panels taller than 128 rows
     int smem_panel_bytes;    // panels up to this size are factored in shared memory
     int swap_threads;        // threads of the swap kernel (warps of 32 rows x swap_cols columns)
     int swap_cols;           // columns per warp of the swap kernel's triangular solve
@@ -55,7 +56,6 @@ static_assert(kTuning.swap_threads / 32 * kTuning.swap_cols == K, "the swap kern
 static_assert(kTuning.update_threads * 16 == kTuning.tile * kTuning.tile, "4 x 4 per thread");
 
 constexpr int kPanelThreads = kTuning.panel_threads;
-constexpr int kPanelWarps = kPanelThreads / 32;
 constexpr int kSwapThreads = kTuning.swap_threads;
 constexpr int kSwapCols = kTuning.swap_cols;
 constexpr int kTile = kTuning.tile;
@@ -121,18 +121,20 @@ __device__ __forceinline__ long long idx(int i, int j, int ld) { return i + stat
 
 // ---- The panel --------------------------------------------------------------------------
 
-/// Factors the panel of matrix blockIdx.x at this step. smem_rows > 0: the panel (at most
-/// smem_rows rows) is staged in dynamic shared memory with that leading dimension.
-template <class T>
-__global__ void __launch_bounds__(kPanelThreads)
+/// Factors the panel of matrix blockIdx.x at this step with NT threads (no more than the
+/// tallest panel of the step needs). smem_rows > 0: the panel (at most smem_rows rows) is
+/// staged in dynamic shared memory with that leading dimension.
+template <class T, int NT>
+__global__ void __launch_bounds__(NT)
     vgetrf_panel_kernel(T* const* A, const int* n, const int* lda, int* const* ipiv, int* info, int* swaps,
                         Schedule s, int nmax, int step, int smem_rows) {
     const int b = blockIdx.x;
     int nb = 0, c0 = 0;
     if (!locate(n, b, s, nmax, step, nb, c0)) return;  // uniform over the block
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    __shared__ unsigned long long sKey[kPanelWarps];
-    __shared__ int sRow[kPanelWarps];
+    constexpr int kWarps = NT / 32;
+    __shared__ unsigned long long sKey[kWarps];
+    __shared__ int sRow[kWarps];
     __shared__ int sPiv[K];
     __shared__ int sCount;
     const int m = nb - c0, w = min(K, m);
@@ -146,7 +148,7 @@ __global__ void __launch_bounds__(kPanelThreads)
         p = reinterpret_cast<T*>(smem_raw);
         ldp = smem_rows;
         for (int j = 0; j < w; ++j)
-            for (int i = tid; i < m; i += kPanelThreads) p[idx(i, j, ldp)] = a[idx(i, j, ld)];
+            for (int i = tid; i < m; i += NT) p[idx(i, j, ldp)] = a[idx(i, j, ld)];
         __syncthreads();
     }
 
@@ -154,7 +156,7 @@ __global__ void __launch_bounds__(kPanelThreads)
     for (int j = 0; j < w; ++j) {
         unsigned long long key = 0;
         int row = INT_MAX;
-        for (int i = j + tid; i < m; i += kPanelThreads) better(key, row, pivot_key(p[idx(i, j, ldp)]), i);
+        for (int i = j + tid; i < m; i += NT) better(key, row, pivot_key(p[idx(i, j, ldp)]), i);
 #pragma unroll
         for (int off = 16; off > 0; off /= 2) {
             const unsigned long long k2 = __shfl_down_sync(0xffffffffu, key, off);
@@ -169,20 +171,20 @@ __global__ void __launch_bounds__(kPanelThreads)
         key = sKey[0];
         row = sRow[0];
 #pragma unroll
-        for (int v = 1; v < kPanelWarps; ++v) better(key, row, sKey[v], sRow[v]);
+        for (int v = 1; v < kWarps; ++v) better(key, row, sKey[v], sRow[v]);
         const int pr = row;  // j <= pr < m: row j itself is a candidate
         const T piv = p[idx(pr, j, ldp)];
         if (piv == T(0) && linfo == 0) linfo = c0 + j + 1;
         __syncthreads();  // every thread has read the pivot before the rows move
         if (pr != j)
-            for (int c = tid; c < w; c += kPanelThreads) {
+            for (int c = tid; c < w; c += NT) {
                 const T t = p[idx(j, c, ldp)];
                 p[idx(j, c, ldp)] = p[idx(pr, c, ldp)];
                 p[idx(pr, c, ldp)] = t;
             }
         if (tid == 0) sPiv[j] = pr;
         __syncthreads();
-        for (int i = j + 1 + tid; i < m; i += kPanelThreads) {
+        for (int i = j + 1 + tid; i < m; i += NT) {
             const T l = multiplier(p[idx(i, j, ldp)], piv);
             p[idx(i, j, ldp)] = l;
             for (int c = j + 1; c < w; ++c) p[idx(i, c, ldp)] -= l * p[idx(j, c, ldp)];
@@ -192,8 +194,8 @@ __global__ void __launch_bounds__(kPanelThreads)
 
     if (smem_rows > 0)
         for (int j = 0; j < w; ++j)
-            for (int i = tid; i < m; i += kPanelThreads) a[idx(i, j, ld)] = p[idx(i, j, ldp)];
-    if (tid < w) ipiv[b][c0 + tid] = c0 + sPiv[tid] + 1;
+            for (int i = tid; i < m; i += NT) a[idx(i, j, ld)] = p[idx(i, j, ldp)];
+    for (int t = tid; t < w; t += NT) ipiv[b][c0 + t] = c0 + sPiv[t] + 1;
     if (tid == 0) {
         if (linfo != 0 && info[b] == 0) info[b] = linfo;
         sCount = 0;
@@ -201,12 +203,12 @@ __global__ void __launch_bounds__(kPanelThreads)
     __syncthreads();
     // The rows the interchanges moved: positions 0..w-1 and every pivot row below them (once);
     // the source of a position is found by undoing the interchanges from the last one.
-    if (tid < 2 * w) {
+    for (int t = tid; t < 2 * w; t += NT) {
         int pos = -1;
-        if (tid < w) {
-            pos = tid;
+        if (t < w) {
+            pos = t;
         } else {
-            const int j = tid - w;
+            const int j = t - w;
             pos = sPiv[j];
             if (pos < w) pos = -1;
             for (int q = 0; q < j && pos >= 0; ++q)
@@ -502,6 +504,19 @@ void launch_vgetrs(cudaStream_t stream, const T* const* A, const int* n, const i
     detail::check_launch("vgetrs kernel");
 }
 
+/// The panel kernel with NT threads; allows more than 48 KiB of dynamic shared memory first.
+template <class T, int NT>
+void launch_panel(cudaStream_t stream, std::size_t dyn, int limit, T* const* A, const int* n, const int* lda,
+                  int* const* ipiv, int* info, int* swaps, Schedule s, int nmax, int step, int smem_rows, int count) {
+    if (dyn > 48 * 1024)
+        detail::check(cudaFuncSetAttribute(vgetrf_panel_kernel<T, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           limit),
+                      "vgetrf panel shared memory");
+    vgetrf_panel_kernel<T, NT><<<static_cast<unsigned>(count), NT, dyn, stream>>>(A, n, lda, ipiv, info, swaps, s,
+                                                                                  nmax, step, smem_rows);
+    detail::check_launch("vgetrf panel kernel");
+}
+
 /// The most rows a panel has at `step`: the largest order under ssde; under dsse a matrix
 /// with `left` steps to go has at most 32 * left rows from its current column block on.
 int panel_rows(Schedule s, int nmax, int step) {
@@ -530,21 +545,23 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
     detail::check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                   "vgetrf shared memory limit");
     const int limit = std::min(kTuning.smem_panel_bytes, optin - 1024);
-    bool raised = false;
     for (int step = 0; step < steps; ++step) {
         const int rows = panel_rows(schedule, nmax, step);
         const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(rows) * K;
         const int smem_rows = bytes <= static_cast<std::size_t>(limit) ? rows : 0;
         const std::size_t dyn = smem_rows > 0 ? bytes : 0;
-        if (dyn > 48 * 1024 && !raised) {
-            detail::check(cudaFuncSetAttribute(vgetrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               limit),
-                          "vgetrf panel shared memory");
-            raised = true;
-        }
-        vgetrf_panel_kernel<T><<<static_cast<unsigned>(count), kPanelThreads, dyn, launch.stream>>>(
-            A, n, lda, ipiv, info, swaps, schedule, nmax, step, smem_rows);
-        detail::check_launch("vgetrf panel kernel");
+        if (rows <= 32)
+            launch_panel<T, 32>(launch.stream, dyn, limit, A, n, lda, ipiv, info, swaps, schedule, nmax, step,
+                                smem_rows, count);
+        else if (rows <= 64)
+            launch_panel<T, 64>(launch.stream, dyn, limit, A, n, lda, ipiv, info, swaps, schedule, nmax, step,
+                                smem_rows, count);
+        else if (rows <= 128)
+            launch_panel<T, 128>(launch.stream, dyn, limit, A, n, lda, ipiv, info, swaps, schedule, nmax, step,
+                                 smem_rows, count);
+        else
+            launch_panel<T, kPanelThreads>(launch.stream, dyn, limit, A, n, lda, ipiv, info, swaps, schedule, nmax,
+                                           step, smem_rows, count);
         // Interchanges reach every column of a matrix, left of the panel too: any matrix at this
         // step may have nmax columns (under dsse as well).
         const dim3 sgrid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(nmax, K)));
