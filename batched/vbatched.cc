@@ -205,8 +205,8 @@ void vgetrf(Context& ctx, Schedule schedule, const VSizes& a_sizes, T* const* A,
         l.workspace = ctx.reserve(bytes);
         l.workspace_bytes = bytes;
     }
-    cuda::vgetrf<T>(l, schedule == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde, nmax,
-                    a_sizes.device_n, A, a_sizes.device_ld, ipiv, info, count);
+    cuda::vgetrf<T>(l, schedule == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde, nmax, a_sizes.device_n,
+                    A, a_sizes.device_ld, ipiv, info, count);
 }
 
 template <class T>

@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
             // The residual of the largest matrix and the largest over a sample of 64 others.
             auto residual = [&] {
                 std::vector<double> f(total);
-                bench::check(cudaMemcpy(f.data(), d_work, sizeof(double) * total, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                bench::check(cudaMemcpy(f.data(), d_work, sizeof(double) * total, cudaMemcpyDeviceToHost),
+                             "cudaMemcpy");
                 const auto piv = download(d_piv, poff[count]);
                 std::vector<int> pick;
                 int big = 0;
@@ -169,8 +170,8 @@ int main(int argc, char** argv) {
             auto record = [&](const std::string& op, const std::string& impl, double t, double useful,
                               nlohmann::ordered_json extra) {
                 nlohmann::ordered_json j{
-                    {"record", "point"}, {"op", op},     {"nmax", nmax},  {"dist", dist},
-                    {"count", count},    {"impl", impl}, {"seconds", t},  {"gflops", useful / t / 1e9}};
+                    {"record", "point"}, {"op", op},     {"nmax", nmax}, {"dist", dist},
+                    {"count", count},    {"impl", impl}, {"seconds", t}, {"gflops", useful / t / 1e9}};
                 for (auto& [k, v] : extra.items()) j[k] = v;
                 emit(j);
                 if (op == "vgetrf") pts.push_back({impl, t});
@@ -203,9 +204,7 @@ int main(int argc, char** argv) {
                         bench::check(cudaMemcpy(d_b, hb.data(), sizeof(double) * hb.size(), cudaMemcpyHostToDevice),
                                      "cudaMemcpy");
                     },
-                    [&] {
-                        bc::vgetrs<double>(launch, nmax, d_n, 1, d_ptrs, d_ld, d_pptrs, d_bptrs, d_ld, count);
-                    });
+                    [&] { bc::vgetrs<double>(launch, nmax, d_n, 1, d_ptrs, d_ld, d_pptrs, d_bptrs, d_ld, count); });
                 record("vgetrs", "starfact", t, rflops, {{"nrhs", 1}});
                 cudaFree(d_bptrs);
                 cudaFree(d_b);
@@ -251,11 +250,9 @@ int main(int argc, char** argv) {
                 record("vgetrf", "padded_cublas", tc, flops, {{"failed", nonzero(download(d_info, count))}});
                 const int ceq =
                     std::max(1, std::min(count, static_cast<int>(std::lround(n3 / (double(nmax) * nmax * nmax)))));
-                const double te = bench::time_on_device(reps, pad_restore, [&] {
-                    bc::getrf<double>(fl, nmax, d_pad_ptrs, nmax, d_pad_piv, d_info, ceq);
-                });
-                record("vgetrf", "fixed_equal_flops", te, ceq * 2.0 * nmax * nmax * nmax / 3.0,
-                       {{"fixed_count", ceq}});
+                const double te = bench::time_on_device(
+                    reps, pad_restore, [&] { bc::getrf<double>(fl, nmax, d_pad_ptrs, nmax, d_pad_piv, d_info, ceq); });
+                record("vgetrf", "fixed_equal_flops", te, ceq * 2.0 * nmax * nmax * nmax / 3.0, {{"fixed_count", ceq}});
                 cudaFree(d_ws);
                 cudaFree(d_pad_ptrs);
                 cudaFree(d_pad_piv);
@@ -270,8 +267,8 @@ int main(int argc, char** argv) {
                 double* d_lw = device_alloc<double>(std::max(lwork, 1));
                 const double tl = bench::time_on_device(std::max(1, reps / 2), restore, [&] {
                     for (int b = 0; b < count; ++b)
-                        bench::check(
-                            cusolverDnDgetrf(solver, n[b], n[b], p[b], ld[b], d_lw, pp[b], d_info + b), "cusolverDnDgetrf");
+                        bench::check(cusolverDnDgetrf(solver, n[b], n[b], p[b], ld[b], d_lw, pp[b], d_info + b),
+                                     "cusolverDnDgetrf");
                 });
                 record("vgetrf", "cusolver_loop", tl, flops, {{"failed", nonzero(download(d_info, count))}});
                 cudaFree(d_lw);

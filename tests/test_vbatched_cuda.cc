@@ -490,14 +490,15 @@ struct DevicePivots {
         std::vector<int*> p;
         for (std::size_t b = 0; b < orders.size(); ++b) p.push_back(data.get() + offset[b]);
         DeviceVBatch<double>::copy(data.get(), poison.data(), poison.size() * sizeof(int), cudaMemcpyHostToDevice);
-        if (!p.empty()) DeviceVBatch<double>::copy(ptrs.get(), p.data(), p.size() * sizeof(int*), cudaMemcpyHostToDevice);
+        if (!p.empty())
+            DeviceVBatch<double>::copy(ptrs.get(), p.data(), p.size() * sizeof(int*), cudaMemcpyHostToDevice);
     }
     std::vector<std::vector<int>> download() const {
         const auto all = download_ints(data);
         std::vector<std::vector<int>> h;
         for (std::size_t b = 0; b < n.size(); ++b)
-            h.emplace_back(all.begin() + static_cast<long>(offset[b]), all.begin() + static_cast<long>(offset[b]) +
-                                                                           std::max(n[b], 1));
+            h.emplace_back(all.begin() + static_cast<long>(offset[b]),
+                           all.begin() + static_cast<long>(offset[b]) + std::max(n[b], 1));
         return h;
     }
 };
@@ -638,8 +639,8 @@ TYPED_TEST(VBatchedLuCuda, MixedSizesAgainstLapack) {
     };
     for (bool skewed : {false, true})
         for (Shape sh : {Shape{32, 300}, Shape{64, 200}, Shape{128, 100}, Shape{512, skewed ? 200 : 40}}) {
-            SCOPED_TRACE(::testing::Message() << (skewed ? "skewed" : "uniform") << ", nmax " << sh.nmax << ", count "
-                                              << sh.count);
+            SCOPED_TRACE(::testing::Message()
+                         << (skewed ? "skewed" : "uniform") << ", nmax " << sh.nmax << ", count " << sh.count);
             const std::uint64_t s = this->seed() + 1009ULL * sh.nmax + (skewed ? 7 : 0);
             const auto c = make_lu_case<T>(draw_sizes(skewed, sh.nmax, sh.count, s), true, s);
             const auto r1 = this->factor_and_check(c, bc::Schedule::ssde);
@@ -824,8 +825,7 @@ TYPED_TEST(VBatchedLuCuda, ApiArgumentErrors) {
     expect_named(s, nullptr, dp.ptrs.get(), dinfo.get(), 3, "A");
     expect_named(s, d.ptrs.get(), nullptr, dinfo.get(), 3, "ipiv");
     expect_named(s, d.ptrs.get(), dp.ptrs.get(), nullptr, 3, "info");
-    expect_named({n.data(), lda.data(), nullptr, d.dld.get()}, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3,
-                 "device_n");
+    expect_named({n.data(), lda.data(), nullptr, d.dld.get()}, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3, "device_n");
     try {
         batched::vgetrs<T>(ctx, s, -2, reinterpret_cast<const T* const*>(d.ptrs.get()),
                            reinterpret_cast<const int* const*>(dp.ptrs.get()), s, d.ptrs.get(), 3);

@@ -43,13 +43,13 @@ constexpr int K = kVBlock;
 constexpr int LK = K + 1;  // leading dimension of a K x K tile in shared memory
 
 struct VGetrfTuning {
-    int panel_threads;       // threads of the panel kernel for panels taller than 128 rows
-    int smem_panel_bytes;    // panels up to this size are factored in shared memory
-    int swap_threads;        // threads of the swap kernel (warps of 32 rows x swap_cols columns)
-    int swap_cols;           // columns per warp of the swap kernel's triangular solve
-    int tile;                // rows and columns of an update tile
-    int update_threads;      // threads of the update kernel (tile/4 x tile/4)
-    int solve_cols;          // right-hand sides per warp of vgetrs
+    int panel_threads;     // threads of the panel kernel for panels taller than 128 rows
+    int smem_panel_bytes;  // panels up to this size are factored in shared memory
+    int swap_threads;      // threads of the swap kernel (warps of 32 rows x swap_cols columns)
+    int swap_cols;         // columns per warp of the swap kernel's triangular solve
+    int tile;              // rows and columns of an update tile
+    int update_threads;    // threads of the update kernel (tile/4 x tile/4)
+    int solve_cols;        // right-hand sides per warp of vgetrs
 };
 constexpr VGetrfTuning kTuning{256, 96 * 1024, 128, 8, 64, 256, 4};
 static_assert(kTuning.swap_threads / 32 * kTuning.swap_cols == K, "the swap kernel covers 32 columns");
@@ -126,8 +126,8 @@ __device__ __forceinline__ long long idx(int i, int j, int ld) { return i + stat
 /// staged in dynamic shared memory with that leading dimension.
 template <class T, int NT>
 __global__ void __launch_bounds__(NT)
-    vgetrf_panel_kernel(T* const* A, const int* n, const int* lda, int* const* ipiv, int* info, int* swaps,
-                        Schedule s, int nmax, int step, int smem_rows) {
+    vgetrf_panel_kernel(T* const* A, const int* n, const int* lda, int* const* ipiv, int* info, int* swaps, Schedule s,
+                        int nmax, int step, int smem_rows) {
     const int b = blockIdx.x;
     int nb = 0, c0 = 0;
     if (!locate(n, b, s, nmax, step, nb, c0)) return;  // uniform over the block
@@ -365,9 +365,8 @@ __global__ void __launch_bounds__(kUpdateThreads)
 /// B <- A^{-1} B for matrix blockIdx.x from its LU factors, right-hand sides in groups of
 /// W * kSolveCols (group blockIdx.y, then every gridDim.y-th); warp v solves kSolveCols columns.
 template <class T, int W>
-__global__ void __launch_bounds__(32 * W)
-    vgetrs_kernel(const T* const* A, const int* n, const int* lda, const int* const* ipiv, T* const* B, const int* ldb,
-                  int nrhs) {
+__global__ void __launch_bounds__(32 * W) vgetrs_kernel(const T* const* A, const int* n, const int* lda,
+                                                        const int* const* ipiv, T* const* B, const int* ldb, int nrhs) {
     constexpr int NT = 32 * W;
     constexpr int NC = W * kSolveCols;
     const int b = blockIdx.x;
@@ -509,11 +508,11 @@ template <class T, int NT>
 void launch_panel(cudaStream_t stream, std::size_t dyn, int limit, T* const* A, const int* n, const int* lda,
                   int* const* ipiv, int* info, int* swaps, Schedule s, int nmax, int step, int smem_rows, int count) {
     if (dyn > 48 * 1024)
-        detail::check(cudaFuncSetAttribute(vgetrf_panel_kernel<T, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           limit),
-                      "vgetrf panel shared memory");
-    vgetrf_panel_kernel<T, NT><<<static_cast<unsigned>(count), NT, dyn, stream>>>(A, n, lda, ipiv, info, swaps, s,
-                                                                                  nmax, step, smem_rows);
+        detail::check(
+            cudaFuncSetAttribute(vgetrf_panel_kernel<T, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit),
+            "vgetrf panel shared memory");
+    vgetrf_panel_kernel<T, NT>
+        <<<static_cast<unsigned>(count), NT, dyn, stream>>>(A, n, lda, ipiv, info, swaps, s, nmax, step, smem_rows);
     detail::check_launch("vgetrf panel kernel");
 }
 
