@@ -18,7 +18,6 @@
 #include <cfloat>
 #include <climits>
 #include <cstddef>
-#include <cstdlib>
 
 #include "batched/cuda/common.cuh"
 
@@ -208,10 +207,8 @@ __device__ __forceinline__ void factor_rows(T (&a)[NC], T* Ab, int b, int lda, i
 // of the matrix are factored; thread t holds row j0 + t. `swaps` (panel mode) receives, per
 // matrix, at [0, w) the source row of each final position j0 + i and at [64, 64 + w) the final
 // position of each row j0 + i. `whole`: info is written, else only lowered from 0.
-// kPrefetch false (SUB > 0): no staging, each group loads its matrix straight into registers
-// (a grid of one group per matrix); kMinBlocks bounds the registers through __launch_bounds__.
-template <class T, int NC, int SUB, int MAXT, bool kPrefetch = true, int kMinBlocks = (SUB == 32 ? 5 : 1)>
-__global__ void __launch_bounds__(MAXT, kMinBlocks)
+template <class T, int NC, int SUB, int MAXT>
+__global__ void __launch_bounds__(MAXT, SUB == 32 ? 5 : 1)
     lu_register_kernel(T* const* A, int lda, int n, int j0, int w, int* ipiv, int* info, int* swaps, int count,
                        bool whole) {
     constexpr int kSlots = SUB > 0 ? MAXT / SUB : MAXT / 32;
@@ -221,19 +218,7 @@ __global__ void __launch_bounds__(MAXT, kMinBlocks)
 
     const int lane = threadIdx.x & 31;
     T a[NC];
-    if constexpr (SUB > 0 && !kPrefetch) {
-        const int group = threadIdx.x / SUB, t = threadIdx.x % SUB;
-        const unsigned mask = SUB == 32 ? kFullMask : ((1u << SUB) - 1u) << (lane / SUB * SUB);
-        const int per_block = blockDim.x / SUB;
-        const int stride = gridDim.x * per_block;
-        for (int b = blockIdx.x * per_block + group; b < count; b += stride) {
-            T* Ab = A[b];
-#pragma unroll
-            for (int c = 0; c < NC; ++c) a[c] = (t < n && c < n) ? Ab[t + static_cast<std::size_t>(c) * lda] : T(0);
-            factor_rows<T, NC, SUB, kSlots>(a, Ab, b, lda, n, 0, n, ipiv, info, swaps, whole, t, lane, group, mask,
-                                            srow, skey, spos);
-        }
-    } else if constexpr (SUB > 0) {
+    if constexpr (SUB > 0) {
         __shared__ T stage[MAXT * NC];
         const int group = threadIdx.x / SUB, t = threadIdx.x % SUB;
         const unsigned mask = SUB == 32 ? kFullMask : ((1u << SUB) - 1u) << (lane / SUB * SUB);
@@ -525,64 +510,39 @@ __global__ void lu_left_swaps_serial_kernel(T* const* A, int lda, int n, const i
 
 // ---- Dispatch -------------------------------------------------------------------------------
 
-/// One whole-matrix instance: matrices of order <= NC, SUB lanes per matrix. With prefetch, a
-/// grid of the blocks that fit on the device at once (each group then goes through several
-/// matrices; the device's size is read once per process and instance); without, one group per
-/// matrix.
-template <class T, int NC, int SUB, int MAXT, bool kPrefetch = true, int kMinBlocks = (SUB == 32 ? 5 : 1)>
+/// One whole-matrix instance: matrices of order <= NC, SUB lanes per matrix, a grid of the
+/// blocks that fit on the device at once (each group then goes through several matrices). The
+/// device's size is read once per process and instance.
+template <class T, int NC, int SUB, int MAXT>
 void launch_whole(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
     static_assert(SUB > 0, "whole matrices are factored by groups of a warp or less");
-    constexpr auto kernel = lu_register_kernel<T, NC, SUB, MAXT, kPrefetch, kMinBlocks>;
     static const int resident = [] {
         int device = 0, sms = 0, per_sm = 0;
         detail::check(cudaGetDevice(&device), "getrf (cudaGetDevice)");
         detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "getrf (SM count)");
-        detail::check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+        detail::check(cudaFuncSetAttribute(lu_register_kernel<T, NC, SUB, MAXT>,
+                                           cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared),
                       "getrf (shared memory carveout)");
-        detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, MAXT, 0), "getrf (occupancy)");
+        detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lu_register_kernel<T, NC, SUB, MAXT>,
+                                                                    MAXT, 0),
+                      "getrf (occupancy)");
         return sms * per_sm > 0 ? sms * per_sm : 1;
     }();
     const int needed = detail::ceil_div(count, MAXT / SUB);
-    const int grid = kPrefetch && resident < needed ? resident : needed;
-    kernel<<<grid, MAXT, 0, launch.stream>>>(A, lda, n, 0, n, ipiv, info, nullptr, count, true);
+    lu_register_kernel<T, NC, SUB, MAXT><<<needed < resident ? needed : resident, MAXT, 0, launch.stream>>>(
+        A, lda, n, 0, n, ipiv, info, nullptr, count, true);
     detail::check_launch("getrf (register kernel)");
-}
-
-/// The whole-matrix variants that STARFACT_BATCHED_LU_SMALL=V (read once per process) selects
-/// for benchmarks: 0 the default of the table below; 1 no prefetch, 128 threads; 2 no
-/// prefetch, 64 threads; 3 no prefetch, 256 threads; 4 prefetch, 64 threads; 5 no prefetch,
-/// 128 threads, registers bounded for 6 blocks per SM (order 32).
-int lu_small_variant() {
-    static const int v = [] {
-        const char* s = std::getenv("STARFACT_BATCHED_LU_SMALL");
-        const int x = s != nullptr ? std::atoi(s) : 0;
-        return x >= 0 && x <= 5 ? x : 0;
-    }();
-    return v;
-}
-
-template <class T, int NC, int SUB>
-void launch_whole_variant(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
-    constexpr int kMin = SUB == 32 ? 5 : 1;
-    switch (lu_small_variant()) {
-    case 1: return launch_whole<T, NC, SUB, 128, false, kMin>(launch, n, A, lda, ipiv, info, count);
-    case 2: return launch_whole<T, NC, SUB, 64, false, SUB == 32 ? 10 : 1>(launch, n, A, lda, ipiv, info, count);
-    case 3: return launch_whole<T, NC, SUB, 256, false, SUB == 32 ? 2 : 1>(launch, n, A, lda, ipiv, info, count);
-    case 4: return launch_whole<T, NC, SUB, 64, true, SUB == 32 ? 10 : 1>(launch, n, A, lda, ipiv, info, count);
-    case 5: return launch_whole<T, NC, SUB, 128, false, SUB == 32 ? 6 : 1>(launch, n, A, lda, ipiv, info, count);
-    default: return launch_whole<T, NC, SUB, 128>(launch, n, A, lda, ipiv, info, count);
-    }
 }
 
 template <class T>
 void launch_small(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
     // The table of whole-matrix instances, smallest first.
     if (n <= 4) return launch_whole<T, 4, 4, 128>(launch, n, A, lda, ipiv, info, count);
-    if (n <= 8) return launch_whole_variant<T, 8, 8>(launch, n, A, lda, ipiv, info, count);
-    if (n <= 16) return launch_whole_variant<T, 16, 16>(launch, n, A, lda, ipiv, info, count);
+    if (n <= 8) return launch_whole<T, 8, 8, 128>(launch, n, A, lda, ipiv, info, count);
+    if (n <= 16) return launch_whole<T, 16, 16, 128>(launch, n, A, lda, ipiv, info, count);
     static_assert(kTuning.whole_max_n == 32, "the instance table ends at 32");
-    return launch_whole_variant<T, 32, 32>(launch, n, A, lda, ipiv, info, count);
+    return launch_whole<T, 32, 32, 128>(launch, n, A, lda, ipiv, info, count);
 }
 
 inline cublasStatus_t gemm_batched(cublasHandle_t h, int m, int n, int k, const double* alpha,

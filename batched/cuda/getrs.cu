@@ -1,16 +1,20 @@
 // Batched LU solves (issue 5): X = U^{-1} L^{-1} P B for many small systems, from getrf's
-// factors and pivots. Three kernels, chosen by order and right-hand sides (kTuning):
+// factors and pivots. The kernel is chosen by order and right-hand sides (kTuning, from the
+// H100 sweep in docs/batched.md):
 // - small (n <= 32): a group of lanes per matrix, lane r holding row r of L and U in registers;
 //   the interchanges composed into one gather of B's rows; substitutions by shuffles, a few
 //   right-hand sides at a time.
-// - block: one thread block per (matrix, up to R right-hand sides), the columns in shared
-//   memory, the triangles read once per block by every warp (trsv_block.cuh).
-// - warp: one warp per group of up to R right-hand sides (R = 1, 4 or 8 by nrhs), several per
-//   block: the columns are held in shared memory (in global memory when they do not fit), the
-//   interchanges are applied in LAPACK's order, and the two triangular solves go by blocks of
-//   32 rows: the diagonal block by shuffles, the rows below (L) or above (U) by a gemm-like
-//   update in which each loaded entry of A serves all R columns.
-// cuBLAS's getrsBatched is the fourth choice of the table (none of its entries uses it now).
+// - warp (n > 32): one warp per group of up to R right-hand sides (R = 1, 4 or 8 by nrhs),
+//   several per block: the columns are held in shared memory (in global memory when they do
+//   not fit), the interchanges are applied in LAPACK's order, and the two triangular solves go
+//   by blocks of 32 rows: the diagonal block by shuffles, the rows below (L) or above (U) by a
+//   gemm-like update in which each loaded entry of A serves all R columns.
+// - cuBLAS's getrsBatched where it is the fastest: n > 32 with nrhs >= 2 and n >= 512 or
+//   n * nrhs > 2048 (it reads A once for all right-hand sides; the warp kernel reads it once
+//   per R, and one warp per matrix is too few at n = 512).
+// - block (only when forced): one thread block per (matrix, up to R right-hand sides), the
+//   triangles read once per block by every warp (trsv_block.cuh); slower than the others on
+//   every measured size (likely its row update: one shared-memory load per multiply-add).
 // STARFACT_BATCHED_GETRS=small|block|warp|cublas (read once per process) forces one kernel
 // where it applies, for benchmarks and tests.
 #include <cuda_runtime.h>
@@ -26,14 +30,14 @@ namespace starfact::batched::cuda {
 namespace {
 
 struct GetrsTuning {
-    int warps;                 // warp kernel: warps per block (each R right-hand sides)
-    std::size_t shared_limit;  // warp kernel: bytes of column buffers per block
-    int small_max_n;           // n <= this: the register kernel
-    int block_min_nrhs;        // n > small_max_n and nrhs >= this: the block kernel ...
-    int block_min_n;           // ... or n >= this (any nrhs)
+    int warps;                       // warp kernel: warps per block (each R right-hand sides)
+    std::size_t shared_limit;        // warp kernel: bytes of column buffers per block
+    int small_max_n;                 // n <= this: the register kernel
+    int cublas_min_n;                // n > small_max_n, nrhs >= 2 and n >= this ...
+    int cublas_max_work;             // ... or n * nrhs > this: cuBLAS
     std::size_t block_shared_limit;  // block kernel: bytes of columns per block (else warp kernel)
 };
-constexpr GetrsTuning kTuning{8, 48 * 1024, 32, 2, 128, 200 * 1024};
+constexpr GetrsTuning kTuning{8, 48 * 1024, 32, 512, 2048, 200 * 1024};
 
 enum class GetrsPath { automatic, small, block, warp, cublas };
 
@@ -138,15 +142,19 @@ __global__ void __launch_bounds__(256)
         T xr[R];
 #pragma unroll
         for (int j = 0; j < R; ++j) xr[j] = (r < n && j < rc) ? x[r + j * ldx] : T(0);
+        const T dinv = r < n ? T(1) / at(r, r) : T(1);  // off the substitution's chain
 #pragma unroll
         for (int k = 31; k >= 0; --k) {
             if (k < kb) {
-                const T uk = (k >= lane && r < n) ? at(r, I + k) : T(1);
+                const T uk = (k > lane && r < n) ? at(r, I + k) : T(0);
+                const T dk = __shfl_sync(kFullMask, dinv, k);
 #pragma unroll
                 for (int j = 0; j < R; ++j) {
-                    if (lane == k) xr[j] /= uk;
-                    const T xk = __shfl_sync(kFullMask, xr[j], k);
-                    if (lane < k) xr[j] -= uk * xk;
+                    const T xk = __shfl_sync(kFullMask, xr[j], k) * dk;
+                    if (lane == k)
+                        xr[j] = xk;
+                    else if (lane < k)
+                        xr[j] -= uk * xk;
                 }
             }
         }
@@ -216,10 +224,10 @@ __global__ void __launch_bounds__(kSmallThreads)
         const int q = __shfl_sync(kFullMask, mine, base + k);
         if (k < nn) src = src == k ? q : (src == q ? k : src);
     }
-    T d = T(1);
+    T dinv = T(1);  // 1 / U(r, r): a product, not a division, on the substitution's chain
 #pragma unroll
     for (int j = 0; j < NB; ++j)
-        if (j == r) d = row[j];
+        if (j == r) dinv = T(1) / row[j];
     T* x = nn > 0 ? B[b] : nullptr;
     for (int c0 = 0; c0 < nrhs; c0 += CH) {
         T y[CH];
@@ -238,7 +246,7 @@ __global__ void __launch_bounds__(kSmallThreads)
         for (int j = NB - 1; j >= 0; --j) {  // U x = y
 #pragma unroll
             for (int c = 0; c < CH; ++c) {
-                if (r == j) y[c] /= d;
+                if (r == j) y[c] *= dinv;
                 const T xj = __shfl_sync(kFullMask, y[c], base + j);
                 if (r < j) y[c] -= row[j] * xj;
             }
@@ -348,21 +356,23 @@ void getrs(const Launch& launch, int n, int nrhs, const T* const* A, int lda, co
            int count) {
     if (count <= 0 || n <= 0 || nrhs <= 0) return;
     const GetrsPath forced = forced_path();
-    if (forced == GetrsPath::cublas) {
+    const bool large = n > kTuning.small_max_n;
+    const bool use_cublas = forced == GetrsPath::cublas ||
+                            (forced == GetrsPath::automatic && large && nrhs >= 2 &&
+                             (n >= kTuning.cublas_min_n ||
+                              static_cast<long long>(n) * nrhs > kTuning.cublas_max_work));
+    if (use_cublas) {
         int host_info = 0;  // argument errors only; ours are checked by the caller
         detail::check(getrs_batched(launch.cublas, n, nrhs, A, lda, ipiv, B, ldb, &host_info, count),
                       "getrs (cublas getrsBatched)");
         return;
     }
-    if (n <= kTuning.small_max_n && (forced == GetrsPath::automatic || forced == GetrsPath::small)) {
+    if (!large && (forced == GetrsPath::automatic || forced == GetrsPath::small)) {
         if (n <= 8) return launch_small<T, 8>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
         if (n <= 16) return launch_small<T, 16>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
         return launch_small<T, 32>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
     }
-    const bool block = forced == GetrsPath::block ||
-                       (forced == GetrsPath::automatic && n > kTuning.small_max_n &&
-                        (nrhs >= kTuning.block_min_nrhs || n >= kTuning.block_min_n));
-    if (block && try_block<T>(launch, n, nrhs, A, lda, ipiv, B, ldb, count)) return;
+    if (forced == GetrsPath::block && try_block<T>(launch, n, nrhs, A, lda, ipiv, B, ldb, count)) return;
     // Right-hand sides per warp: each entry of A loaded from memory serves R of them.
     if (nrhs >= 8) return launch_getrs<T, 8>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
     if (nrhs >= 2) return launch_getrs<T, 4>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);

@@ -56,12 +56,16 @@ constexpr int kLeafThreads = 128;
 constexpr int kSolveRows = 64;
 /// Threads per block of the diagonal-block symmetric update.
 constexpr int kSyrkThreads = 64;
-/// potrs of orders above kCut: the block kernel (trsv_block.cuh) when its columns fit in this
-/// many bytes of shared memory per block and n <= kPotrsBlockMaxN, else the batch-wide
-/// recursion (leaf solves and batched gemms). STARFACT_BATCHED_POTRS=block|recursive (read
-/// once per process) forces one of them, for benchmarks and tests.
+/// potrs of orders above kCut with at most kPotrsBlockMaxNrhs right-hand sides: the block
+/// kernel (trsv_block.cuh: the factor read once, coalesced, in one launch) when its columns fit
+/// in kPotrsBlockShared bytes of shared memory per block; else, and for more right-hand sides,
+/// the batch-wide recursion (leaf solves and batched gemms), which the H100 sweep found
+/// 1.2-2.4x slower at 1, 2 and 4 right-hand sides and 2.0-2.2x faster at 16 (docs/batched.md;
+/// 5 to 15 not measured).
+/// STARFACT_BATCHED_POTRS=block|recursive (read once per process) forces one of them, for
+/// benchmarks and tests.
 constexpr std::size_t kPotrsBlockShared = 200 * 1024;
-constexpr int kPotrsBlockMaxN = 1 << 30;
+constexpr int kPotrsBlockMaxNrhs = 4;
 
 __host__ __device__ constexpr int pow2_at_least(int n) {
     int p = 1;
@@ -788,7 +792,7 @@ void potrs(const Launch& launch, Uplo uplo, int n, int nrhs, const T* const* A, 
         return;
     }
     const PotrsPath path = forced_potrs_path();
-    if (path != PotrsPath::recursive && (path == PotrsPath::block || n <= kPotrsBlockMaxN) &&
+    if (path != PotrsPath::recursive && (path == PotrsPath::block || nrhs <= kPotrsBlockMaxNrhs) &&
         try_potrs_block<T>(launch.stream, n, nrhs, A, lda, l.trans, B, ldb, count))
         return;
     Batch<T> batch(launch, count, nullptr, true);

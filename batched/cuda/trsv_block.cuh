@@ -30,7 +30,7 @@ __device__ inline T warp_sum(T v) {
 
 /// x <- M^{-1} x for the n x rc block x (leading dimension ldx, shared memory, rc <= R; its
 /// columns rc..R-1 are computed on and ignored), M lower (forward substitution) or upper
-/// (backward), with a unit or a stored diagonal (divided by, as LAPACK's trsv). Called by every
+/// (backward), with a unit or a stored diagonal (multiplied by its reciprocal). Called by every
 /// thread of the block (blockDim.x a multiple of 32); synchronizes the block.
 template <class T, int R>
 __device__ void block_trsv(TriView<T> M, bool lower, bool unit, int n, T* x, int ldx) {
@@ -67,17 +67,22 @@ __device__ void block_trsv(TriView<T> M, bool lower, bool unit, int n, T* x, int
             T xr[R];
 #pragma unroll
             for (int j = 0; j < R; ++j) xr[j] = r < kb ? x[I + r + j * ldx] : T(0);
+            // The reciprocals of the diagonal, off the substitution's dependency chain.
+            const T dinv = (!unit && r < kb) ? T(1) / M(I + r, I + r) : T(1);
 #pragma unroll
             for (int q = 0; q < 32; ++q) {
                 const int k = lower ? q : 31 - q;
                 if (k < kb) {
-                    const bool tri = r < kb && (lower ? r >= k : r <= k);
-                    const T m = tri ? M(I + r, I + k) : T(1);
+                    const bool tri = r < kb && (lower ? r > k : r < k);
+                    const T m = tri ? M(I + r, I + k) : T(0);
+                    const T dk = __shfl_sync(0xffffffffu, dinv, k);
 #pragma unroll
                     for (int j = 0; j < R; ++j) {
-                        if (!unit && r == k) xr[j] /= m;
-                        const T xk = __shfl_sync(0xffffffffu, xr[j], k);
-                        if (lower ? r > k : r < k) xr[j] -= m * xk;
+                        const T xk = __shfl_sync(0xffffffffu, xr[j], k) * dk;
+                        if (r == k)
+                            xr[j] = xk;
+                        else if (tri)
+                            xr[j] -= m * xk;
                     }
                 }
             }
