@@ -200,6 +200,36 @@ public:
         const std::size_t bytes = cuda::qr_workspace_bytes<T>(solver_, params_, m, n, ib);
         return {blas_, solver_, params_, stream_, workspace(bytes), bytes};
     }
+
+    /// A context like context(m, n, ib) over `spare`: twice the bytes, all NaN (to tell a
+    /// result that depends on the workspace's size or contents).
+    cuda::QrContext roomy_context(int m, int n, int ib, DeviceBuffer<unsigned char>& spare) {
+        const std::size_t bytes = 2 * cuda::qr_workspace_bytes<T>(solver_, params_, m, n, ib);
+        spare = DeviceBuffer<unsigned char>(bytes);
+        if (cudaMemset(spare.get(), 0xff, bytes) != cudaSuccess) throw std::runtime_error("cudaMemset failed");
+        return {blas_, solver_, params_, stream_, spare.get(), bytes};
+    }
+
+    /// cuSOLVER's geqrf of P alone (its own buffers): P's factored storage, tau in *tau.
+    HostMatrix<T> cusolver_geqrf(const HostMatrix<T>& P, std::vector<T>* tau) {
+        const cudaDataType type = sizeof(T) == sizeof(double) ? CUDA_R_64F : CUDA_R_32F;
+        DeviceMatrix<T> dP(P);
+        DeviceBuffer<T> dtau(static_cast<std::size_t>(std::min(P.m, P.n)));
+        DeviceBuffer<int> info(1);
+        std::size_t dev = 0, host = 0;
+        if (cusolverDnXgeqrf_bufferSize(solver_, params_, P.m, P.n, type, dP.buf.get(), P.ld, type, dtau.get(), type,
+                                        &dev, &host) != CUSOLVER_STATUS_SUCCESS)
+            throw std::runtime_error("geqrf_bufferSize failed");
+        DeviceBuffer<unsigned char> dwork(std::max<std::size_t>(dev, 1));
+        std::vector<unsigned char> hwork(std::max<std::size_t>(host, 1));
+        if (cusolverDnXgeqrf(solver_, params_, P.m, P.n, type, dP.buf.get(), P.ld, type, dtau.get(), type, dwork.get(),
+                             dev, hwork.data(), host, info.get()) != CUSOLVER_STATUS_SUCCESS ||
+            !sync())
+            throw std::runtime_error("geqrf failed");
+        tau->assign(dtau.size(), T(0));
+        cudaMemcpy(tau->data(), dtau.get(), dtau.size() * sizeof(T), cudaMemcpyDeviceToHost);
+        return dP.download();
+    }
 };
 
 using Precisions = ::testing::Types<float, double>;
@@ -305,32 +335,163 @@ TYPED_TEST(QrCuda, UnmqrRejectsRightSide) {
     EXPECT_TRUE(same_storage(dC.download(), C, 0.0)) << "C must be untouched";
 }
 
+/// Runs the CUDA TSQRT (tt false) or TTQRT (tt true) with ctx on copies of (R, A); their
+/// outputs in *Rg, *Ag (V2) and *Tg.
+template <class T>
+cudaError_t run_pair_gpu(QrCuda<T>& t, bool tt, const cuda::QrContext& ctx, const HostMatrix<T>& R,
+                         const HostMatrix<T>& A, int ib, HostMatrix<T>* Rg, HostMatrix<T>* Ag, HostMatrix<T>* Tg) {
+    DeviceMatrix<T> dR(R), dA(A), dT(t_tile<T>(ib, A.n));
+    const cudaError_t err = tt ? cuda::ttqrt<T>(ctx, ib, dR.view(), dA.view(), dT.view())
+                               : cuda::tsqrt<T>(ctx, ib, dR.view(), dA.view(), dT.view());
+    if (err != cudaSuccess) return err;
+    if (!t.sync()) return cudaErrorUnknown;
+    *Rg = dR.download();
+    *Ag = dA.download();
+    *Tg = dT.download();
+    return cudaSuccess;
+}
+
+/// The order N = n + mp of TSQRT's (tt false) or TTQRT's Q for a lower tile of m rows.
+int pair_order(bool tt, int m, int n) { return n + (tt ? std::min(m, n) : m); }
+
+/// max |Q^T Q - I| / (N eps) of the Q = I - [I; V2] Tf [I; V2]^T of a TSQRT (tt false) or TTQRT
+/// output (N its order): Q, then Q^T, applied to the identity by the CPU TSMQR/TTMQR.
+template <class T>
+double orthogonality(bool tt, const HostMatrix<T>& V2, const HostMatrix<T>& Tf, int n, int ib) {
+    const int m = V2.m, N = pair_order(tt, m, n), mp = N - n;
+    HostMatrix<T> X1(n, N, n), X2(m, N, std::max(m, 1));
+    for (int j = 0; j < N; ++j) {
+        for (int i = 0; i < n; ++i) X1(i, j) = i == j ? T(1) : T(0);
+        for (int i = 0; i < m; ++i) X2(i, j) = i < mp && n + i == j ? T(1) : T(0);
+    }
+    for (char trans : {'N', 'T'}) {
+        if (tt)
+            cpu::ttmqr<T>(trans, ib, X1.view(), X2.view(), V2.cview(), Tf.cview());
+        else
+            cpu::tsmqr<T>(trans, ib, X1.view(), X2.view(), V2.cview(), Tf.cview());
+    }
+    long double worst = 0;
+    for (int j = 0; j < N; ++j) {
+        for (int i = 0; i < n; ++i) worst = std::max(worst, std::abs(X1(i, j) - (i == j ? 1.0L : 0.0L)));
+        for (int i = 0; i < mp; ++i) worst = std::max(worst, std::abs(X2(i, j) - (n + i == j ? 1.0L : 0.0L)));
+    }
+    if (std::isnan(static_cast<double>(worst))) return static_cast<double>(worst);
+    return static_cast<double>(worst / (N * static_cast<long double>(ScalarTraits<T>::eps)));
+}
+
+/// How many rows i < n have a diagonal entry of another sign in a than in b.
+template <class T>
+int sign_flips(const HostMatrix<T>& a, const HostMatrix<T>& b, int n) {
+    int count = 0;
+    for (int i = 0; i < n; ++i)
+        if ((a(i, i) < 0) != (b(i, i) < 0)) ++count;
+    return count;
+}
+
+/// max |a(i, j) - b(i, j)| over the upper triangle of the leading n x n blocks.
+template <class T>
+double upper_difference(const HostMatrix<T>& a, const HostMatrix<T>& b, int n) {
+    double d = 0;
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i <= j; ++i) d = std::max(d, std::abs(static_cast<double>(a(i, j)) - b(i, j)));
+    return d;
+}
+
+/// Reflectors whose tau (the diagonal of their block's T) lies outside [1, 2], LAPACK's range:
+/// dlarfg takes beta = -sign(alpha) ||x||, so tau = 1 - alpha / beta >= 1; the other sign gives
+/// tau < 1.
+template <class T>
+int taus_outside_lapack_range(const HostMatrix<T>& Tf, int n, int ib) {
+    int count = 0;
+    for (int j = 0; j < n; ++j) {
+        const double tau = Tf(j % ib, j);
+        if (tau != 0 && !(tau >= 1 - 1e-3 && tau <= 2 + 1e-3)) ++count;
+    }
+    return count;
+}
+
+/// Printed when a TSQRT (tt false) or TTQRT result differs from the CPU's, to tell the causes
+/// apart (issue 4): reflectors of other signs (R's diagonal, tau outside LAPACK's range); a
+/// result that depends on the workspace (the same call with twice the bytes, all NaN); cuSOLVER
+/// itself (its geqrf of the stacked panel alone, tt: masked to the trapezoid, against the CPU's
+/// R); an ill-conditioned problem (both factorizations backward stable, cpu_res being the CPU's
+/// own residual, and still far apart).
+template <class T>
+void describe_difference(QrCuda<T>& t, bool tt, const HostMatrix<T>& R, const HostMatrix<T>& A, int ib,
+                         const HostMatrix<T>& Rc, const HostMatrix<T>& Tc, const HostMatrix<T>& Rg,
+                         const HostMatrix<T>& Tg, double cpu_res, const std::string& at) {
+    const int n = A.n, m = A.m, N = pair_order(tt, m, n), mp = N - n;
+    std::cout << "[   DIAG   ] " << (tt ? "TTQRT " : "TSQRT ") << at << ": max |R gpu - cpu| "
+              << upper_difference(Rg, Rc, n) << ", " << sign_flips(Rg, Rc, n)
+              << " diagonal signs differ; taus outside [1, 2]: gpu " << taus_outside_lapack_range(Tg, n, ib) << ", cpu "
+              << taus_outside_lapack_range(Tc, n, ib) << "; the CPU's own residual / 30: " << cpu_res / kThreshold
+              << std::endl;
+    DeviceBuffer<unsigned char> spare;
+    HostMatrix<T> R2, A2, T2;
+    const cudaError_t err =
+        run_pair_gpu(t, tt, t.roomy_context(std::max(R.m, m), n, ib, spare), R, A, ib, &R2, &A2, &T2);
+    if (err == cudaSuccess)
+        std::cout << "[   DIAG   ]   with a 2x NaN-filled workspace: max |R - R before| " << upper_difference(R2, Rg, n)
+                  << std::endl;
+    else
+        std::cout << "[   DIAG   ]   with a 2x NaN-filled workspace: " << cudaGetErrorName(err) << std::endl;
+    HostMatrix<T> P(N, n, N);
+    for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < n; ++i) P(i, j) = i <= j ? R(i, j) : T(0);
+        for (int i = 0; i < mp; ++i) P(n + i, j) = !tt || i <= j ? A(i, j) : T(0);
+    }
+    std::vector<T> tau;
+    const HostMatrix<T> F = t.cusolver_geqrf(P, &tau);
+    std::cout << "[   DIAG   ]   cuSOLVER geqrf of the " << N << " x " << n << " stack alone: max |R - R cpu| "
+              << upper_difference(F, Rc, n) << ", " << sign_flips(F, Rc, n) << " diagonal signs differ" << std::endl;
+}
+
+/// The checks TSQRT (tt false) and TTQRT share once the CPU (Rc, Ac, Tc; cpu_res its residual)
+/// and the GPU (Rg, Ag, Tg) have factored (R, A): the GPU's Q orthogonal, and R, V2 and T equal
+/// to the CPU's to rounding (Householder QR with LAPACK's signs is unique). Equal to rounding
+/// needs a well-conditioned [R; A]: the tests never stack two tiles drawn with the same seed.
+template <class T>
+void check_pair_factors(QrCuda<T>& t, bool tt, const HostMatrix<T>& R, const HostMatrix<T>& A, int ib,
+                        const HostMatrix<T>& Rc, const HostMatrix<T>& Ac, const HostMatrix<T>& Tc,
+                        const HostMatrix<T>& Rg, const HostMatrix<T>& Ag, const HostMatrix<T>& Tg, double cpu_res,
+                        Worst& worst, Worst& worst_orth, const std::string& at) {
+    const int n = A.n;
+    const double orth = orthogonality(tt, Ag, Tg, n, ib);
+    worst_orth.add(orth / kThreshold, at);
+    EXPECT_LT(orth, kThreshold) << "||Q^T Q - I|| / (N eps) of the GPU's Q";
+    const double tol = tolerance<T>(n, std::max(finite_scale(Rc), finite_scale(Ac)));
+    const ::testing::AssertionResult r_ok = same_storage(Rg, Rc, tol, &worst, at),
+                                     a_ok = same_storage(Ag, Ac, tol, &worst, at),
+                                     t_ok = same_storage(Tg, Tc, tolerance<T>(n, finite_scale(Tc)), &worst, at);
+    EXPECT_TRUE(r_ok) << "R";
+    EXPECT_TRUE(a_ok) << (tt ? "A (V2 over GEQRT's V)" : "A (V2)");
+    EXPECT_TRUE(t_ok) << "T";
+    if (!(r_ok && a_ok && t_ok)) describe_difference(t, tt, R, A, ib, Rc, Tc, Rg, Tg, cpu_res, at);
+}
+
 /// Runs the CPU and the CUDA TSQRT on (R, A) and compares everything.
 template <class T>
 void tsqrt_against_cpu(QrCuda<T>& t, const HostMatrix<T>& R, const HostMatrix<T>& A, int ib, Worst& worst,
-                       Worst& worst_res, const std::string& at) {
+                       Worst& worst_res, Worst& worst_orth, const std::string& at) {
     const int n = A.n, m = A.m;
     HostMatrix<T> Rc = R, Ac = A, Tc = t_tile<T>(ib, n);
     cpu::tsqrt<T>(ib, Rc.view(), Ac.view(), Tc.view());
 
-    DeviceMatrix<T> dR(R), dA(A), dT(t_tile<T>(ib, n));
-    ASSERT_TRUE(cuda_ok(cuda::tsqrt<T>(t.context(std::max(R.m, m), n, ib), ib, dR.view(), dA.view(), dT.view())));
-    ASSERT_TRUE(t.sync());
-    const HostMatrix<T> Rg = dR.download(), Ag = dA.download(), Tg = dT.download();
+    HostMatrix<T> Rg, Ag, Tg;
+    ASSERT_TRUE(cuda_ok(run_pair_gpu(t, false, t.context(std::max(R.m, m), n, ib), R, A, ib, &Rg, &Ag, &Tg)));
     // R's strict lower triangle and its extra rows: never written (still the NaN poison).
     EXPECT_EQ(non_nan_in_strict_triangle(Rg, 'L'), 0) << "TSQRT wrote R's strict lower triangle or extra rows";
     const double res = tsqrt_residual(R, A, Rg, Ag, Tg, ib);
     worst_res.add(res / kThreshold, at);
     EXPECT_LT(res, kThreshold) << "the GPU's own factorization";
-    const double tol = tolerance<T>(n, std::max(finite_scale(Rc), finite_scale(Ac)));
-    EXPECT_TRUE(same_storage(Rg, Rc, tol, &worst, at)) << "R";
-    EXPECT_TRUE(same_storage(Ag, Ac, tol, &worst, at)) << "A (V2)";
-    EXPECT_TRUE(same_storage(Tg, Tc, tolerance<T>(n, finite_scale(Tc)), &worst, at)) << "T";
+    check_pair_factors(t, false, R, A, ib, Rc, Ac, Tc, Rg, Ag, Tg, tsqrt_residual(R, A, Rc, Ac, Tc, ib), worst,
+                       worst_orth, at);
 }
 
 TYPED_TEST(QrCuda, TsqrtMatchesCpu) {
     using T = TypeParam;
-    Worst worst("|gpu - cpu| / tol"), worst_res("||[R; A] - Q [R'; 0]|| / ((m + n) ||.|| eps) / 30");
+    Worst worst("|gpu - cpu| / tol"), worst_res("||[R; A] - Q [R'; 0]|| / ((m + n) ||.|| eps) / 30"),
+        worst_orth("||Q^T Q - I|| / ((m + n) eps) / 30");
     for (int n : kSizes)
         for (int m : {n, 2 * n + 3, std::max(1, n / 3)})
             for (int ib : inner_blocks(n)) {
@@ -338,7 +499,7 @@ TYPED_TEST(QrCuda, TsqrtMatchesCpu) {
                 SCOPED_TRACE(at);
                 const HostMatrix<T> R = random_upper<T>(n, this->seed() + 3 * n);
                 const HostMatrix<T> A = random_matrix<T>(m, n, m + 1, this->seed() + 5 * n + m);
-                tsqrt_against_cpu(*this, R, A, ib, worst, worst_res, at);
+                tsqrt_against_cpu(*this, R, A, ib, worst, worst_res, worst_orth, at);
             }
 }
 
@@ -346,7 +507,8 @@ TYPED_TEST(QrCuda, TsqrtPanelsOfAWideTile) {
     // n = 600 with small ib: several of the CUDA TSQRT's 256-column panels (the last one
     // partial), each updating the columns on its right.
     using T = TypeParam;
-    Worst worst("|gpu - cpu| / tol"), worst_res("||[R; A] - Q [R'; 0]|| / ((m + n) ||.|| eps) / 30");
+    Worst worst("|gpu - cpu| / tol"), worst_res("||[R; A] - Q [R'; 0]|| / ((m + n) ||.|| eps) / 30"),
+        worst_orth("||Q^T Q - I|| / ((m + n) eps) / 30");
     const int n = 600;
     for (int m : {40, 600})
         for (int ib : {32, 48, 100, 600}) {
@@ -354,7 +516,7 @@ TYPED_TEST(QrCuda, TsqrtPanelsOfAWideTile) {
             SCOPED_TRACE(at);
             const HostMatrix<T> R = random_upper<T>(n, this->seed() + ib);
             const HostMatrix<T> A = random_matrix<T>(m, n, m + 1, this->seed() + 3 * ib + m);
-            tsqrt_against_cpu(*this, R, A, ib, worst, worst_res, at);
+            tsqrt_against_cpu(*this, R, A, ib, worst, worst_res, worst_orth, at);
         }
 }
 
@@ -429,15 +591,13 @@ double ttqrt_residual(const HostMatrix<T>& R0, const HostMatrix<T>& A0, const Ho
 /// Runs the CPU and the CUDA TTQRT on (R, A) and compares everything.
 template <class T>
 void ttqrt_against_cpu(QrCuda<T>& t, const HostMatrix<T>& R, const HostMatrix<T>& A, int ib, Worst& worst,
-                       Worst& worst_res, const std::string& at) {
+                       Worst& worst_res, Worst& worst_orth, const std::string& at) {
     const int n = A.n, m = A.m, mp = std::min(m, n);
     HostMatrix<T> Rc = R, Ac = A, Tc = t_tile<T>(ib, n);
     cpu::ttqrt<T>(ib, Rc.view(), Ac.view(), Tc.view());
 
-    DeviceMatrix<T> dR(R), dA(A), dT(t_tile<T>(ib, n));
-    ASSERT_TRUE(cuda_ok(cuda::ttqrt<T>(t.context(std::max(R.m, m), n, ib), ib, dR.view(), dA.view(), dT.view())));
-    ASSERT_TRUE(t.sync());
-    const HostMatrix<T> Rg = dR.download(), Ag = dA.download(), Tg = dT.download();
+    HostMatrix<T> Rg, Ag, Tg;
+    ASSERT_TRUE(cuda_ok(run_pair_gpu(t, true, t.context(std::max(R.m, m), n, ib), R, A, ib, &Rg, &Ag, &Tg)));
     EXPECT_EQ(non_nan_in_strict_triangle(Rg, 'L'), 0) << "TTQRT wrote R's strict lower triangle or extra rows";
     int changed = 0;
     for (int j = 0; j < n; ++j)
@@ -447,15 +607,14 @@ void ttqrt_against_cpu(QrCuda<T>& t, const HostMatrix<T>& R, const HostMatrix<T>
     const double res = ttqrt_residual(R, A, Rg, Ag, Tg, ib);
     worst_res.add(res / kThreshold, at);
     EXPECT_LT(res, kThreshold) << "the GPU's own factorization";
-    const double tol = tolerance<T>(n, std::max(finite_scale(Rc), finite_scale(Ac)));
-    EXPECT_TRUE(same_storage(Rg, Rc, tol, &worst, at)) << "R";
-    EXPECT_TRUE(same_storage(Ag, Ac, tol, &worst, at)) << "A (V2 over GEQRT's V)";
-    EXPECT_TRUE(same_storage(Tg, Tc, tolerance<T>(n, finite_scale(Tc)), &worst, at)) << "T";
+    check_pair_factors(t, true, R, A, ib, Rc, Ac, Tc, Rg, Ag, Tg, ttqrt_residual(R, A, Rc, Ac, Tc, ib), worst,
+                       worst_orth, at);
 }
 
 TYPED_TEST(QrCuda, TtqrtMatchesCpu) {
     using T = TypeParam;
-    Worst worst("|gpu - cpu| / tol"), worst_res("||[R; U] - Q [R'; 0]|| / ((mp + n) ||.|| eps) / 30");
+    Worst worst("|gpu - cpu| / tol"), worst_res("||[R; U] - Q [R'; 0]|| / ((mp + n) ||.|| eps) / 30"),
+        worst_orth("||Q^T Q - I|| / ((mp + n) eps) / 30");
     for (int n : kSizes)
         for (int m : {n, n + 5, std::max(1, n / 3)})
             for (int ib : inner_blocks(n)) {
@@ -463,15 +622,20 @@ TYPED_TEST(QrCuda, TtqrtMatchesCpu) {
                 SCOPED_TRACE(at);
                 const HostMatrix<T> R = random_upper<T>(n, this->seed() + 3 * n);
                 const HostMatrix<T> A = head_tile<T>(m, n, this->seed() + 5 * n + m);
-                ttqrt_against_cpu(*this, R, A, ib, worst, worst_res, at);
+                ttqrt_against_cpu(*this, R, A, ib, worst, worst_res, worst_orth, at);
             }
-    // Several of the 256-column panels, the last one partial.
+    // Several of the 256-column panels, the last one partial. R and the head come from seeds
+    // that never meet (even, odd): with m = ib they once shared one (issue 4), and matgen being a
+    // function of (seed, i, j), [R; U] was [U; U], as ill-conditioned as a random triangle
+    // (cond 2e18 at n = 600). Its R, V2 and T are then not fixed to rounding by the data: the GPU's
+    // factorization was sound (residual and ||Q^T Q - I|| at rounding level) and still O(1) from
+    // the CPU's, as LAPACK's dgeqrf of the stack with one or two BLAS threads differed.
     for (int m : {40, 600})
         for (int ib : {32, 100, 600}) {
             const std::string at = where(m, 600, ib);
             SCOPED_TRACE(at);
-            ttqrt_against_cpu(*this, random_upper<T>(600, this->seed() + ib), head_tile<T>(m, 600, this->seed() + m),
-                              ib, worst, worst_res, at);
+            ttqrt_against_cpu(*this, random_upper<T>(600, this->seed() + 2 * ib),
+                              head_tile<T>(m, 600, this->seed() + 2 * m + 1), ib, worst, worst_res, worst_orth, at);
         }
 }
 
