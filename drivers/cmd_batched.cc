@@ -46,6 +46,7 @@ struct BatchedOptions {
     std::string format = "table";
     std::string input, rhs, output;  ///< --input, --rhs (.npy or .mtx batches) and --output (.npy)
     std::string sizes;               ///< --sizes uniform:NMAX | skewed:NMAX | file:PATH
+    std::string trace_file;          ///< --trace: the slice tasks of every iteration, one CSV line each
     bool m_given = false, n_given = false, count_given = false, nrhs_given = false;
 };
 
@@ -162,7 +163,9 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
         config["seed"] = seed;
     }
     if (!o.output.empty()) config["output"] = o.output;
+    if (!o.trace_file.empty()) config["trace"] = o.trace_file;
     out.header(config);
+    TraceRecorder trace(o.trace_file);
 
     const std::size_t cnt = static_cast<std::size_t>(count);
     Storage<T> A0(cnt * sA), A(cnt * sA), B0(cnt * sB), B(cnt * sB), tau(is_qr(o.op) ? cnt * n : 0);
@@ -206,6 +209,7 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
         A.copy_from(A0);
         if (nrhs > 0) B.copy_from(B0);
         int failures = factor_failures;
+        trace.start(it);
         const auto t0 = std::chrono::steady_clock::now();
         if (o.op == "getrf") failures = tasks::getrf(n, A.get(), lda, sA, ipiv.get(), info.get(), count, topt);
         if (o.op == "potrf") failures = tasks::potrf(uplo, n, A.get(), lda, sA, info.get(), count, topt);
@@ -215,6 +219,7 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
         if (o.op == "gels")
             failures = tasks::gels(m, n, nrhs, A.get(), lda, sA, tau.get(), B.get(), ldb, sB, info.get(), count, topt);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        trace.stop();
         times.push_back(secs);
 
         nlohmann::ordered_json r = {{"op", o.op},
@@ -273,6 +278,7 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
         out.row(r);
     }
     if (o.op != "geqrf") print_failures(o, info.get(), count);
+    trace.write();
     if (!o.output.empty()) {
         // The factors (A) or the solutions (B's first n rows), packed: count x rows x cols.
         const bool solve = is_solve(o.op);
@@ -365,6 +371,11 @@ void check_file_options(const BatchedOptions& o) {
                                                    o.sizes, o.op));
     if (!o.sizes.empty() && (o.n_given || o.m_given))
         throw ArgumentError(o.n_given ? "-n" : "-m", fmt::format("given with --sizes '{}'", o.sizes));
+    if (!o.sizes.empty() && !o.trace_file.empty())
+        throw ArgumentError("--trace", fmt::format("'{}' with --sizes '{}': the variable-size host path runs no "
+                                                   "StarPU task to trace",
+                                                   o.trace_file, o.sizes));
+    check_trace_path(o.trace_file);
 }
 
 /// A file of `option` read as T, io's FileError turned into a usage error naming the option and file.
@@ -657,6 +668,9 @@ void add_batched_command(CLI::App& app, Run& run) {
     cmd->add_option("--output", o->output,
                     "With --input, write the factors (getrf, potrf, geqrf) or the solutions (getrs, potrs, gels:\n"
                     "count x n x nrhs) to this .npy file (3-D, Fortran order), atomically");
+    cmd->add_option("--trace", o->trace_file,
+                    "Write every slice task of the timed part (codelet, worker, start, end, predicted time) to this\n"
+                    "CSV file, as the other factorization subcommands do; scripts/plot_trace.py draws it");
     cmd->add_option("--sizes", o->sizes,
                     "Variable-size batch (getrf, getrs, potrf, potrs): uniform:NMAX (orders in [1, NMAX]), skewed:NMAX (1% of\n"
                     "order NMAX, the rest in [1, NMAX/10]) or file:PATH (one order per line); host path only");

@@ -193,18 +193,7 @@ FileInputs<T> load_file_inputs(FactorOptions& o, Shape shape, FileUse use) {
         o.nrhs = b.n;
         in.B = with_lead(std::move(b));
     }
-    if (!o.trace_file.empty()) {
-        // io::check_writable without its .npy/.mtx rule: the trace is CSV.
-        const std::string dir = io::detail::directory_of(o.trace_file);
-        if (std::filesystem::is_directory(o.trace_file) || !std::filesystem::is_directory(dir))
-            throw ArgumentError("--trace", fmt::format("'{}': is a directory, or directory '{}' does not exist",
-                                                       o.trace_file, dir));
-        try {
-            io::detail::AtomicFile probe(o.trace_file);  // created and dropped: the only reliable test
-        } catch (const io::FileError& e) {
-            throw ArgumentError("--trace", fmt::format("'{}': {}", o.trace_file, e.reason()));
-        }
-    }
+    check_trace_path(o.trace_file);
     if (use == FileUse::Solve && !o.x_file.empty()) {
         try {
             io::check_writable(o.x_file);
@@ -230,6 +219,20 @@ void add_file_config(nlohmann::ordered_json& config, const FactorOptions& o) {
     if (!o.b_file.empty()) config["B"] = o.b_file;
     if (!o.x_file.empty()) config["X"] = o.x_file;
     if (!o.trace_file.empty()) config["trace"] = o.trace_file;
+}
+
+void check_trace_path(const std::string& path) {
+    if (path.empty()) return;
+    // io::check_writable without its .npy/.mtx rule: the trace is CSV.
+    const std::string dir = io::detail::directory_of(path);
+    if (std::filesystem::is_directory(path) || !std::filesystem::is_directory(dir))
+        throw ArgumentError("--trace",
+                            fmt::format("'{}': is a directory, or directory '{}' does not exist", path, dir));
+    try {
+        io::detail::AtomicFile probe(path);  // created and dropped: the only reliable test
+    } catch (const io::FileError& e) {
+        throw ArgumentError("--trace", fmt::format("'{}': {}", path, e.reason()));
+    }
 }
 
 void TraceRecorder::stop() {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codelets/trace.hpp"
@@ -89,12 +90,17 @@ int default_nb(const Runtime& rt);
 /// Median of a non-empty list.
 double median(std::vector<double> v);
 
+/// Usage error (exit 2, nothing started) unless --trace's file can be created: its directory
+/// exists and it is not a directory. Does nothing for an empty path.
+void check_trace_path(const std::string& path);
+
 /// --trace FILE: records the tasks of the timed part of every iteration (codelet, worker, start,
 /// end, tile coordinates, prediction) and writes them once the run is over, atomically, as CSV
 /// with a leading "iter" column. Does nothing when the option was not given.
 class TraceRecorder {
 public:
     explicit TraceRecorder(const FactorOptions& o) : path_(o.trace_file) {}
+    explicit TraceRecorder(std::string path) : path_(std::move(path)) {}
     /// Labels the tiles of `matrices` with their coordinates and starts recording.
     template <class... Matrices>
     void start(int iter, const Matrices&... matrices) {

@@ -10,7 +10,9 @@
 #   only, with $BENCH_QR_ARGS; batched: the batched benchmarks (bench_batched_getrf, _potrf,
 #   _geqrf, each with $BENCH_BATCHED_ARGS) and MAGMA's batched LU through torch
 #   (scripts/bench_batched_magma.py); accuracy: the tile-LU accuracy study on the GPU with
-#   $ACCURACY_ARGS (CSV per precision).
+#   $ACCURACY_ARGS (CSV per precision); batched-models: calibrates the batched codelets' models
+#   into $OUT/h100 and runs batched potrf/getrf/geqrf on every worker with them and without
+#   (traces and JSON in $OUT).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
@@ -20,7 +22,8 @@ bin=$(bash "$root/scripts/bundle_bin.sh")
 steps=()
 bench_args=()
 for a in "$@"; do
-    case "$a" in tests|cli|bench|bench-cpu|bench-lu|bench-kernels|bench-qr|batched|accuracy) steps+=("$a") ;; *) bench_args+=("$a") ;; esac
+    case "$a" in tests|cli|bench|bench-cpu|bench-lu|bench-kernels|bench-qr|batched|batched-models|accuracy) steps+=("$a") ;;
+    *) bench_args+=("$a") ;; esac
 done
 [ ${#steps[@]} -eq 0 ] && steps=(tests cli bench)
 
@@ -93,6 +96,28 @@ for step in "${steps[@]}"; do
             # shellcheck disable=SC2086
             STARPU_NCPU=0 "$bin/starfact" accuracy --prec $p --seed 2026 ${ACCURACY_ARGS:-} \
                 --csv "$out/accuracy-gpu-$p.csv" > "$out/accuracy-gpu-$p.txt" 2>&1 || status=1
+        done
+        ;;
+    batched-models)
+        # The batched codelets' models (issue 7), CPU and GPU workers, host name fixed to h100 as
+        # perfmodels/h100; then the same batches with those models and with none (an empty home),
+        # every worker on, traced: which slices went to the GPU and which to CPU cores.
+        home=$out/h100
+        STARPU_HOSTNAME=h100 timeout "${CALIBRATE_TIMEOUT:-240}" "$bin/starfact" calibrate --home "$home" \
+            --ops batched-getrf,batched-potrf,batched-geqrf --batch-n ${BATCHED_MODEL_N:-16,32,64,128} \
+            --batch-count ${BATCHED_MODEL_COUNT:-512} --prec d > "$out/calibrate_batched.txt" 2>&1
+        echo "exit $?" >> "$out/calibrate_batched.txt"
+        none=$(mktemp -d /tmp/starfact-none.XXXXXX)
+        cp -r "$STARPU_HOME/.starpu" "$none/" 2>/dev/null && rm -rf "$none/.starpu/sampling/codelets"
+        for spec in "potrf 64 20000" "getrf 128 5000" "geqrf 128 5000"; do
+            set -- $spec
+            for models in calibrated none; do
+                h=$home
+                [ $models = none ] && h=$none
+                STARPU_HOME=$h STARPU_HOSTNAME=h100 STARPU_SCHED=dmda "$bin/starfact" batched --op "$1" -n "$2" \
+                    --count "$3" --niter 3 --format json --trace "$out/trace_batched_${1}_$models.csv" \
+                    > "$out/batched_${1}_$models.json" 2>&1 || status=1
+            done
         done
         ;;
     bench-cpu)

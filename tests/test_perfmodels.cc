@@ -743,6 +743,30 @@ TEST_F(Traces, LuAndQrTracesHaveTheKnownTaskCounts) {
     }
 }
 
+TEST_F(Traces, BatchedTraceListsEverySliceOfEachIteration) {
+    TempDir dir("starfact-trace-");
+    const std::string file = dir.path() + "/batched.csv";
+    std::mt19937_64 rng(seed());
+    const int slices = 2 + static_cast<int>(rng() % 4);
+    const Cli r = run_cli({"batched", "--op", "potrf", "--count", "40", "-n", "6", "--slices", std::to_string(slices),
+                           "--niter", "2", "--trace", file, "--seed", std::to_string(seed() | 1)});
+    ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
+    std::map<std::string, int> per_iter;
+    for (const auto& row : read_csv(file)) {
+        EXPECT_EQ(row.count("__bad"), 0u) << row.at("__bad");
+        EXPECT_EQ(row.at("task").rfind("batched_potrf", 0), 0u) << row.at("task");
+        EXPECT_TRUE(row.at("arch") == "cpu" || row.at("arch").rfind("cuda", 0) == 0) << row.at("arch");
+        EXPECT_LE(std::stod(row.at("start_s")), std::stod(row.at("end_s")));
+        ++per_iter[row.at("iter")];
+    }
+    EXPECT_EQ(per_iter, (std::map<std::string, int>{{"1", slices}, {"2", slices}}));
+    // --sizes runs the host path, without StarPU tasks: --trace is refused before anything runs.
+    const Cli v = run_cli({"batched", "--op", "potrf", "--sizes", "uniform:8", "--trace", file});
+    ASSERT_TRUE(v.exited) << describe(v);
+    EXPECT_EQ(v.code, 2) << describe(v);
+    EXPECT_NE(v.err.find("--trace"), std::string::npos) << describe(v);
+}
+
 TEST_F(Traces, UnwritableTracePathIsAUsageError) {
     const Cli r = run_cli({"potrf", "-n", "64", "--nb", "32", "--trace", "/proc/self/no/such/trace.csv"});
     ASSERT_TRUE(r.exited) << describe(r);
