@@ -792,7 +792,10 @@ void potrs(const Launch& launch, Uplo uplo, int n, int nrhs, const T* const* A, 
         return;
     }
     const PotrsPath path = forced_potrs_path();
-    if (path != PotrsPath::recursive && (path == PotrsPath::block || nrhs <= kPotrsBlockMaxNrhs) &&
+    // The block kernel is only taken when forced: compute-sanitizer memcheck found it reading
+    // past its shared-memory block on the H100 (float, n = 33, 300 matrices; not yet explained),
+    // so the default stays the recursion until it is fixed (docs/batched.md).
+    if (path == PotrsPath::block && kPotrsBlockMaxNrhs > 0 &&
         try_potrs_block<T>(launch.stream, n, nrhs, A, lda, l.trans, B, ldb, count))
         return;
     Batch<T> batch(launch, count, nullptr, true);
