@@ -149,10 +149,14 @@ std::vector<Operation<T>> operations() {
          }},
         {"geqrf", false,
          [](const std::vector<T>& A, int n, const Setup& s) {
-             TileMatrix<T> tA(n, n, s.nb);
-             tA.from_lapack(A.data(), n);
-             QrFactors<T> F(tA, s.ib);
-             geqrf(tA, F);
+             // The flat plan (GEQRT, UNMQR, TSQRT, TSMQR) and a binary tree (TTQRT, TTMQR too):
+             // on a square matrix the default plan is flat and would leave the TT kernels out.
+             for (const QrOptions& plan : {QrOptions{QrTree::Flat, 0}, QrOptions{QrTree::Binary, 1}}) {
+                 TileMatrix<T> tA(n, n, s.nb);
+                 tA.from_lapack(A.data(), n);
+                 QrFactors<T> F(tA, s.ib, plan);
+                 geqrf(tA, F);
+             }
          }},
         batched_operation<T>("batched-getrf", BatchedKind::getrf),
         batched_operation<T>("batched-getrs", BatchedKind::getrs),

@@ -480,6 +480,25 @@ TEST_F(ModelFiles, CalibrateProducesModelFilesThatParse) {
     EXPECT_TRUE(models::preflight(true).ok());
 }
 
+// geqrf's round runs a flat and a tree factorization, so every QR codelet gets a model, the tree
+// kernels (TTQRT, TTMQR) included.
+TEST_F(ModelFiles, CalibrateCoversTheQrTreeKernels) {
+    ScopedStarpuHome home;
+    const Cli r = run_cli({"calibrate", "--nb", "24", "--ops", "geqrf", "--min-samples", "3", "--max-rounds", "300",
+                           "--format", "csv"},
+                          {"STARPU_HOME=" + home.path(), "STARPU_NCPU=2", "STARPU_NCUDA=0"});
+    ASSERT_TRUE(r.exited) << describe(r);
+    ASSERT_EQ(r.code, 0) << describe(r);
+    EXPECT_EQ(r.out.find(",UNDER"), std::string::npos) << describe(r);
+    const ScopedEnv env({{"STARPU_HOME", home.path()}});
+    for (const char* k : {"geqrt", "unmqr", "tsqrt", "tsmqr", "ttqrt", "ttmqr"}) {
+        const std::string path = models::model_path(fmt::format("starfact_{}_d", k));
+        ASSERT_TRUE(fs::exists(path)) << path;
+        EXPECT_NO_THROW(models::parse_model_file(path)) << path;
+        EXPECT_NE(r.out.find(fmt::format("starfact_{}_d,cpu,", k)), std::string::npos) << describe(r);
+    }
+}
+
 TEST_F(ModelFiles, TwoCalibrationsAtOnceOnOneHomeBothFinish) {
     ScopedStarpuHome home;
     const std::vector<std::string> args = {"calibrate", "--nb", "40", "--ops", "potrf", "--min-samples", "3",
