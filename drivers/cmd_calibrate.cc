@@ -62,9 +62,12 @@ struct Setup {
 enum class BatchedKind { getrf, getrs, potrf, potrs, geqrf, gels };
 
 /// One calibration run of a batched operation through batched::tasks: a batch of s.count
-/// matrices of order s.nb (one right-hand side for the solves, which factor first), run once cut
-/// into slices of one matrix, once into slices of about count/4 and once as one slice, so that
-/// every shape gets three footprints and the regression a spread of sizes to fit.
+/// matrices of order s.nb (one right-hand side for the solves, which factor first), run cut into
+/// slices of one matrix, into 4 slices of about count/4, into the slices `starfact batched` and
+/// batched::tasks make by default (two per worker), and as one slice. The default slicing is the
+/// one a run of count matrices on these workers uses, so its footprints have history and dmda
+/// does not fall back on the fitted curve (which mixes every order: docs/perfmodels.md); the
+/// others give the regression a spread of sizes.
 template <class T>
 void run_batched(BatchedKind kind, const Setup& s) {
     const int n = s.nb, count = s.count;
@@ -81,9 +84,9 @@ void run_batched(BatchedKind kind, const Setup& s) {
     matgen::uniform(n, count, 7, B0.data(), n);
     std::vector<T> tau(static_cast<std::size_t>(n) * count);
     std::vector<int> ipiv(static_cast<std::size_t>(n) * count), info(static_cast<std::size_t>(count));
-    std::vector<int> slicings = {count};
-    for (int sl : {std::max(1, count / 4), 1})
-        if (sl != slicings.back()) slicings.push_back(sl);
+    std::vector<int> slicings;  // numbers of slices
+    for (int sl : {count, std::min(count, 4), batched::tasks::default_slices(count, stride), 1})
+        if (std::find(slicings.begin(), slicings.end(), sl) == slicings.end()) slicings.push_back(sl);
     namespace bt = batched::tasks;
     for (int slices : slicings) {
         std::vector<T> A = A0, B = B0;
@@ -401,7 +404,8 @@ void add_calibrate_command(CLI::App& app, Run& run) {
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
     cmd->add_option("--batch-count", o->batch_count,
-                    "Matrices per batch of the batched operations (run as slices of 1, count/4 and count matrices)")
+                    "Matrices per batch of the batched operations (run as slices of 1, count/4 and count matrices and as\n"
+                    "the default slicing of a run of that many on these workers: calibrate the counts you run)")
         ->check(CLI::Range(1, 1 << 20))
         ->capture_default_str();
     cmd->add_option("--max-rounds", o->max_rounds, "Give up after this many rounds")->check(positive)->capture_default_str();

@@ -605,6 +605,30 @@ TEST_F(ModelFiles, CalibrateCoversTheBatchedOperationsAndTheirRegression) {
     EXPECT_NE(info.out.find("(30 tile, 12 batched)"), std::string::npos) << describe(info);
 }
 
+// Calibrating batches of `count` matrices also runs the default slicing of a run of count matrices
+// on the same workers (two slices per worker), so such a run finds history for its footprints.
+TEST_F(ModelFiles, CalibrateRunsTheDefaultSlicingOfItsBatchCount) {
+    ScopedStarpuHome home;
+    // 3 CPU workers: 6 default slices of 4 matrices, next to slices of 1, 6 (4 slices) and 24.
+    const Cli r = run_cli({"calibrate", "--ops", "batched-potrf", "--batch-n", "6", "--batch-count", "24",
+                           "--min-samples", "3", "--max-rounds", "300", "--format", "csv"},
+                          {"STARPU_HOME=" + home.path(), "STARPU_NCPU=3", "STARPU_NCUDA=0"});
+    ASSERT_TRUE(r.exited) << describe(r);
+    ASSERT_EQ(r.code, 0) << describe(r);
+    const ScopedEnv env({{"STARPU_HOME", home.path()}});
+    const std::string path = models::model_path("starfact_batched_potrf_d");
+    models::ModelFile m;
+    ASSERT_NO_THROW(m = models::parse_model_file(path)) << path;
+    ASSERT_EQ(m.archs.size(), 1u) << path;
+    std::set<unsigned long> sizes;
+    for (const models::Entry& e : m.archs[0].entries)
+        if (e.nsample >= 3) sizes.insert(e.size);
+    ASSERT_EQ(sizes.size(), 4u) << path;
+    // The sizes are flops, proportional to the matrices per slice: 1, 4, 6 and 24 times the least.
+    const unsigned long one = *sizes.begin();
+    EXPECT_EQ(sizes, (std::set<unsigned long>{one, 4 * one, 6 * one, 24 * one})) << path;
+}
+
 // A slice size never run is predicted by the model's curve: with a planted fitted regression
 // and no history, the scheduler places every batched task with a prediction; with an empty
 // home, the first tasks of each footprint go without one.
