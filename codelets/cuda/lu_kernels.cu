@@ -448,7 +448,7 @@ __global__ void unstack_panel_kernel(TileView<const T> P, TileView<T> Ujj, TileV
         int first_zero = 0;
         for (int c = 0; c < b; ++c) {
             const std::int64_t p = ipiv64[c];
-            ipiv[c] = p > b ? K + static_cast<int>(p - b) : j0 + c + 1;
+            ipiv[c] = (p > b && p <= P.m) ? K + static_cast<int>(p - b) : j0 + c + 1;
             if (first_zero == 0 && P(c, c) == T(0)) first_zero = c + 1;
         }
         if (first_zero > 0 && *info == 0) *info = j0 + first_zero;
