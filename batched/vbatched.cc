@@ -139,14 +139,27 @@ int check_vsizes(const VSizes& s, int count, const char* ld_name, const char* de
     return check_sizes(s.n, s.ld, count, ld_name);
 }
 
-cuda::Launch launch_of(Context& ctx) {
+/// The context's stream and handle, with `workspace_bytes` of its workspace reserved (none for 0).
+cuda::Launch launch_of(Context& ctx, std::size_t workspace_bytes) {
     cuda::Launch l;
     l.stream = ctx.stream();
     l.cublas = ctx.cublas();
+    if (workspace_bytes > 0) {
+        l.workspace = ctx.reserve(workspace_bytes);
+        l.workspace_bytes = workspace_bytes;
+    }
     return l;
 }
 
 cuda::Uplo kernel_uplo(Uplo u) { return u == Uplo::upper ? cuda::Uplo::upper : cuda::Uplo::lower; }
+cuda::Schedule kernel_schedule(Schedule s) { return s == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde; }
+
+/// The right-hand sides of matrix b have A's order n[b].
+void check_same_orders(const VSizes& a_sizes, const VSizes& b_sizes, int count) {
+    for (int b = 0; b < count; ++b)
+        require(b_sizes.n[b] == a_sizes.n[b], "n",
+                fmt::format("B's n[{}] = {} differs from A's {}", b, b_sizes.n[b], a_sizes.n[b]));
+}
 
 }  // namespace
 
@@ -157,13 +170,8 @@ void vpotrf(Context& ctx, Uplo uplo, Schedule schedule, const VSizes& a_sizes, T
     check_array(A, count, "A");
     check_array(info, count, "info");
     if (count == 0) return;
-    cuda::Launch l = launch_of(ctx);
-    const std::size_t bytes = cuda::vpotrf_workspace<T>(nmax, count);
-    if (bytes > 0) {
-        l.workspace = ctx.reserve(bytes);
-        l.workspace_bytes = bytes;
-    }
-    cuda::vpotrf<T>(l, kernel_uplo(uplo), schedule == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde,
+    const cuda::Launch l = launch_of(ctx, cuda::vpotrf_workspace<T>(nmax, count));
+    cuda::vpotrf<T>(l, kernel_uplo(uplo), kernel_schedule(schedule),
                     nmax, a_sizes.device_n, A, a_sizes.device_ld, info, count);
 }
 
@@ -174,18 +182,11 @@ void vpotrs(Context& ctx, Uplo uplo, const VSizes& a_sizes, int nrhs, const T* c
     check_nrhs(nrhs);
     const int nmax = check_vsizes(a_sizes, count, "lda", "device_lda");
     check_vsizes(b_sizes, count, "ldb", "device_ldb");
-    for (int b = 0; b < count; ++b)
-        require(b_sizes.n[b] == a_sizes.n[b], "n",
-                fmt::format("B's n[{}] = {} differs from A's {}", b, b_sizes.n[b], a_sizes.n[b]));
+    check_same_orders(a_sizes, b_sizes, count);
     check_array(A, count, "A");
     check_array(B, count, "B");
     if (count == 0 || nrhs == 0) return;
-    cuda::Launch l = launch_of(ctx);
-    const std::size_t bytes = cuda::vpotrs_workspace<T>(nmax, nrhs, count);
-    if (bytes > 0) {
-        l.workspace = ctx.reserve(bytes);
-        l.workspace_bytes = bytes;
-    }
+    const cuda::Launch l = launch_of(ctx, cuda::vpotrs_workspace<T>(nmax, nrhs, count));
     cuda::vpotrs<T>(l, kernel_uplo(uplo), nmax, a_sizes.device_n, nrhs, A, a_sizes.device_ld, B, b_sizes.device_ld,
                     count);
 }
@@ -199,13 +200,8 @@ void vgetrf(Context& ctx, Schedule schedule, const VSizes& a_sizes, T* const* A,
     check_array(ipiv, count, "ipiv");
     check_array(info, count, "info");
     if (count == 0) return;
-    cuda::Launch l = launch_of(ctx);
-    const std::size_t bytes = cuda::vgetrf_workspace<T>(nmax, count);
-    if (bytes > 0) {
-        l.workspace = ctx.reserve(bytes);
-        l.workspace_bytes = bytes;
-    }
-    cuda::vgetrf<T>(l, schedule == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde, nmax, a_sizes.device_n,
+    const cuda::Launch l = launch_of(ctx, cuda::vgetrf_workspace<T>(nmax, count));
+    cuda::vgetrf<T>(l, kernel_schedule(schedule), nmax, a_sizes.device_n,
                     A, a_sizes.device_ld, ipiv, info, count);
 }
 
@@ -216,19 +212,12 @@ void vgetrs(Context& ctx, const VSizes& a_sizes, int nrhs, const T* const* A, co
     check_nrhs(nrhs);
     const int nmax = check_vsizes(a_sizes, count, "lda", "device_lda");
     check_vsizes(b_sizes, count, "ldb", "device_ldb");
-    for (int b = 0; b < count; ++b)
-        require(b_sizes.n[b] == a_sizes.n[b], "n",
-                fmt::format("B's n[{}] = {} differs from A's {}", b, b_sizes.n[b], a_sizes.n[b]));
+    check_same_orders(a_sizes, b_sizes, count);
     check_array(A, count, "A");
     check_array(ipiv, count, "ipiv");
     check_array(B, count, "B");
     if (count == 0 || nrhs == 0) return;
-    cuda::Launch l = launch_of(ctx);
-    const std::size_t bytes = cuda::vgetrs_workspace<T>(nmax, nrhs, count);
-    if (bytes > 0) {
-        l.workspace = ctx.reserve(bytes);
-        l.workspace_bytes = bytes;
-    }
+    const cuda::Launch l = launch_of(ctx, cuda::vgetrs_workspace<T>(nmax, nrhs, count));
     cuda::vgetrs<T>(l, nmax, a_sizes.device_n, nrhs, A, a_sizes.device_ld, ipiv, B, b_sizes.device_ld, count);
 }
 
