@@ -347,6 +347,52 @@ TYPED_TEST(LuCuda, TstrfWideInnerBlocksMatchCpu) {
     }
 }
 
+
+// The composed swaps keep their bookkeeping in shared memory: 4 (2 ib + m) bytes for TSTRF's and
+// SSSSM's pairs. m = 12224 with ib = 32 asks for exactly 48 KiB of dynamic shared memory, which
+// with the kernel's own static shared memory is over the default limit (this failed as an invalid
+// value before the kernels opted in); m = 20000 needs the opt-in.
+TYPED_TEST(LuCuda, TstrfSwapsAtTheSharedMemoryLimitMatchCpu) {
+    using T = TypeParam;
+    const int ib = 32, K = 2 * ib;
+    for (int m : {12224, 20000})
+        for (bool inverse : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "m " << m << ", inverse " << inverse);
+            const HostMatrix<T> U = random_upper<T>(K, this->seed() + m);
+            const HostMatrix<T> A = random_matrix<T>(m, K, m + 1, this->seed() + m + 1);
+            int info = -1;
+            tstrf_against_cpu(*this, U, A, ib, &info, inverse);
+            EXPECT_EQ(info, 0);
+        }
+}
+
+// GESSM's composed laswp: 4 (m + K) bytes to compose, 2 K values per column to apply. K = 6144
+// gives exactly 48 KiB to compose; K = 8192 needs the opt-in for both. D is not a factored tile
+// but any unit lower triangle with random pivots, kept well conditioned (entries of size 1/K),
+// which is all GESSM reads.
+TYPED_TEST(LuCuda, GessmSwapsAtTheSharedMemoryLimitMatchCpu) {
+    using T = TypeParam;
+    for (int K : {6144, 8192}) {
+        SCOPED_TRACE("K = " + std::to_string(K));
+        const int n = 24, ib = 512;
+        HostMatrix<T> D = random_matrix<T>(K, K, K, this->seed() + K);
+        for (int j = 0; j < K; ++j)
+            for (int i = 0; i < K; ++i) D(i, j) /= T(K);
+        std::mt19937 gen(static_cast<unsigned>(this->seed()));
+        std::vector<int> piv(K);
+        for (int j = 0; j < K; ++j) piv[j] = std::uniform_int_distribution<int>(j + 1, K)(gen);
+        const HostMatrix<T> A = random_matrix<T>(K, n, K, this->seed() + 3 * K);
+        HostMatrix<T> F = A;
+        cpu::gessm<T>(piv.data(), D.cview(), F.view(), ib);
+
+        const DeviceMatrix<T> dD(D);
+        DeviceMatrix<T> dA(A);
+        const DeviceBuffer<int> dpiv = upload_ints(piv);
+        ASSERT_TRUE(cuda_ok(cuda::gessm<T>(this->context(K, n, ib), dpiv.get(), dD.cview(), dA.view(), ib)));
+        ASSERT_TRUE(this->sync());
+        EXPECT_TRUE(same_storage(dA.download(), F, tolerance<T>(K, finite_scale(F))));
+    }
+}
 TYPED_TEST(LuCuda, TstrfZeroColumnsGiveExactInfo) {
     using T = TypeParam;
     for (int K : {7, 33, 100})

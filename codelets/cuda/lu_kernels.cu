@@ -460,16 +460,39 @@ int panel_threads(int m) {
     return std::min(rounded, kPanelMaxThreads);
 }
 
-// Dynamic shared memory the panel kernel may get on the current device.
-cudaError_t panel_smem_budget(std::size_t* budget) {
+// Largest shared memory (static plus dynamic) a block may opt in to on the current device.
+cudaError_t optin_smem(std::size_t* bytes) {
     int device = 0, optin = 0;
     cudaError_t err = cudaGetDevice(&device);
     if (err != cudaSuccess) return err;
     err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (err != cudaSuccess) return err;
-    const auto limit = static_cast<std::size_t>(optin);
+    *bytes = static_cast<std::size_t>(optin);
+    return cudaSuccess;
+}
+
+// Dynamic shared memory the panel kernel may get on the current device.
+cudaError_t panel_smem_budget(std::size_t* budget) {
+    std::size_t limit = 0;
+    const cudaError_t err = optin_smem(&limit);
+    if (err != cudaSuccess) return err;
     *budget = limit > kStaticSmemReserve ? limit - kStaticSmemReserve : 0;
     return cudaSuccess;
+}
+
+// Lets `kernel` launch with `bytes` of dynamic shared memory on top of its own static shared
+// memory, opting in above the default 48 KiB; false when the device cannot give that much (the
+// caller then takes a path without shared memory). The sum, not the dynamic part alone, is what
+// a launch is checked against: a dynamic request of exactly 48 KiB fails with an invalid value.
+template <class Kernel>
+bool allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) return false;
+    if (bytes + attr.sharedSizeBytes <= kDefaultSmem) return true;
+    std::size_t limit = 0;
+    if (optin_smem(&limit) != cudaSuccess || bytes + attr.sharedSizeBytes > limit) return false;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)) ==
+           cudaSuccess;
 }
 
 cudaError_t getrf_buffer_bytes(cusolverDnHandle_t solver, cusolverDnParams_t params, cudaDataType type, int m, int n,
@@ -585,8 +608,9 @@ cudaError_t laswp(const LuContext& ctx, TileView<T> A, const int* ipiv, int k) {
     if (A.n == 0 || k == 0) return cudaSuccess;
     const std::size_t compose_smem = sizeof(int) * (static_cast<std::size_t>(A.m) + k);
     const std::size_t apply_smem = sizeof(T) * 2 * static_cast<std::size_t>(k);
-    if (compose_smem > kDefaultSmem || apply_smem > kDefaultSmem || ctx.work == nullptr ||
-        ctx.work_bytes < sizeof(int) * laswp_ints(k)) {
+    if (ctx.work == nullptr || ctx.work_bytes < sizeof(int) * laswp_ints(k) ||
+        !allow_dynamic_smem(compose_laswp_kernel, compose_smem) ||
+        !allow_dynamic_smem(apply_laswp_kernel<T>, apply_smem)) {
         laswp_kernel<T><<<blocks_for(A.n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(A, ipiv, k);
         return cudaGetLastError();
     }
@@ -607,7 +631,8 @@ cudaError_t swap_pairs(const LuContext& ctx, TileView<T> X, TileView<T> Y, const
     int* perm = static_cast<int*>(ctx.work);
     const std::size_t compose_smem = sizeof(int) * (2 * static_cast<std::size_t>(b) + Y.m);
     const std::size_t apply_smem = sizeof(T) * 2 * static_cast<std::size_t>(b);
-    if (compose_smem > kDefaultSmem || apply_smem > kDefaultSmem) {
+    if (!allow_dynamic_smem(compose_pair_swaps_kernel, compose_smem) ||
+        !allow_dynamic_smem(apply_pair_swaps_kernel<T>, apply_smem)) {
         // Very large tiles: the one-thread-per-column walk needs no shared memory.
         swap_pairs_kernel<T><<<blocks_for(X.n, kSwapThreads), kSwapThreads, 0, ctx.stream>>>(X, Y, ipiv, j0, b, K);
         return cudaGetLastError();
@@ -818,11 +843,7 @@ cudaError_t tstrf_shared_panel(TileView<T> Ujj, TileView<T> Aj, TileView<T> Lj, 
     const std::size_t cached_bytes = row_bytes + static_cast<std::size_t>(m) * row_bytes;
     const bool cached = cached_bytes <= smem_budget;
     const std::size_t smem = cached ? cached_bytes : row_bytes;
-    if (smem > kDefaultSmem) {
-        const cudaError_t err = cudaFuncSetAttribute(tstrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     static_cast<int>(smem));
-        if (err != cudaSuccess) return err;
-    }
+    if (!allow_dynamic_smem(tstrf_panel_kernel<T>, smem)) return cudaErrorInvalidValue;
     tstrf_panel_kernel<T><<<1, panel_threads(m), smem, stream>>>(Ujj, Aj, Lj, ipiv, dinfo, j0, K, cached, only_if);
     return cudaGetLastError();
 }
