@@ -292,7 +292,7 @@ __global__ void __launch_bounds__(256)
             for (int k = 0; k < kb; ++k) {
                 const int p = __shfl_sync(kFullMask, p_lane, k);
                 if (lane < rc && p != I + k) {
-                    T* xj = x + static_cast<std::size_t>(lane) * n;
+                    T* xj = x + static_cast<std::size_t>(lane) * detail::block_ldx(n);
                     const T v = xj[I + k];
                     xj[I + k] = xj[p];
                     xj[p] = v;
@@ -302,15 +302,15 @@ __global__ void __launch_bounds__(256)
     }
     __syncthreads();
     const detail::TriView<T> f{A[b], 1, lda};
-    detail::block_trsv<T, R>(f, true, true, n, x, n);
-    detail::block_trsv<T, R>(f, false, false, n, x, n);
+    detail::block_trsv<T, R>(f, true, true, n, x, detail::block_ldx(n));
+    detail::block_trsv<T, R>(f, false, false, n, x, detail::block_ldx(n));
     detail::block_store<T, R>(x, n, rc, col, ldb);
 }
 
 template <class T, int R>
 bool launch_block(const Launch& launch, int n, int nrhs, const T* const* A, int lda, const int* ipiv, T* const* B,
                   int ldb, int count) {
-    const std::size_t shared = static_cast<std::size_t>(R) * n * sizeof(T);
+    const std::size_t shared = detail::block_shared_bytes<T, R>(n);
     if (shared > kTuning.block_shared_limit) return false;
     if (shared > 48 * 1024)
         detail::check(cudaFuncSetAttribute(getrs_block_kernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,

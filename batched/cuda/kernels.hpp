@@ -63,6 +63,12 @@ std::size_t potrs_workspace(int n, int nrhs, int count);
 template <class T>
 void potrs(const Launch& launch, Uplo uplo, int n, int nrhs, const T* const* A, int lda, T* const* B, int ldb,
            int count);
+/// potrs's kernel for orders above 32: automatic (block-wide solve up to 4 right-hand sides,
+/// the recursion above), the block-wide solve wherever its columns fit in shared memory, or the
+/// recursion. For tests and benchmarks: process-wide, it overrides STARFACT_BATCHED_POTRS until
+/// set back to automatic.
+enum class PotrsPath { automatic, block, recursive };
+void set_potrs_path(PotrsPath path);
 
 // ---- Householder QR (m >= n) ----------------------------------------------------------------
 

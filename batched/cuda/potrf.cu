@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -62,8 +63,8 @@ constexpr int kSyrkThreads = 64;
 /// the batch-wide recursion (leaf solves and batched gemms), which the H100 sweep found
 /// 1.2-2.4x slower at 1, 2 and 4 right-hand sides and 2.0-2.2x faster at 16 (docs/batched.md;
 /// 5 to 15 not measured).
-/// STARFACT_BATCHED_POTRS=block|recursive (read once per process) forces one of them, for
-/// benchmarks and tests.
+/// STARFACT_BATCHED_POTRS=block|recursive (read once per process) or set_potrs_path (kernels.hpp)
+/// forces one of them, for benchmarks and tests.
 constexpr std::size_t kPotrsBlockShared = 200 * 1024;
 constexpr int kPotrsBlockMaxNrhs = 4;
 
@@ -705,15 +706,15 @@ __global__ void __launch_bounds__(256)
     const long long ld = lda;
     const detail::TriView<T> l{A[b], trans ? ld : 1, trans ? 1 : ld};   // L(i, j)
     const detail::TriView<T> lt{A[b], trans ? 1 : ld, trans ? ld : 1};  // L^T(i, j) = L(j, i)
-    detail::block_trsv<T, R>(l, true, false, n, x, n);
-    detail::block_trsv<T, R>(lt, false, false, n, x, n);
+    detail::block_trsv<T, R>(l, true, false, n, x, detail::block_ldx(n));
+    detail::block_trsv<T, R>(lt, false, false, n, x, detail::block_ldx(n));
     detail::block_store<T, R>(x, n, rc, col, ldb);
 }
 
 template <class T, int R>
 bool launch_potrs_block(cudaStream_t stream, int n, int nrhs, const T* const* A, int lda, bool trans, T* const* B,
                         int ldb, int count) {
-    const std::size_t shared = static_cast<std::size_t>(R) * n * sizeof(T);
+    const std::size_t shared = detail::block_shared_bytes<T, R>(n);
     if (shared > kPotrsBlockShared) return false;
     if (shared > 48 * 1024)
         detail::check(cudaFuncSetAttribute(potrs_block_kernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -736,9 +737,10 @@ bool try_potrs_block(cudaStream_t stream, int n, int nrhs, const T* const* A, in
     return launch_potrs_block<T, 1>(stream, n, nrhs, A, lda, trans, B, ldb, count);
 }
 
-enum class PotrsPath { automatic, block, recursive };
+/// The path set by set_potrs_path (-1: none, then the environment's).
+std::atomic<int> g_potrs_path{-1};
 
-PotrsPath forced_potrs_path() {
+PotrsPath env_potrs_path() {
     static const PotrsPath path = [] {
         const char* s = std::getenv("STARFACT_BATCHED_POTRS");
         if (s != nullptr && std::strcmp(s, "block") == 0) return PotrsPath::block;
@@ -746,6 +748,11 @@ PotrsPath forced_potrs_path() {
         return PotrsPath::automatic;
     }();
     return path;
+}
+
+PotrsPath forced_potrs_path() {
+    const int set = g_potrs_path.load(std::memory_order_relaxed);
+    return set >= 0 ? static_cast<PotrsPath>(set) : env_potrs_path();
 }
 
 }  // namespace
@@ -792,16 +799,17 @@ void potrs(const Launch& launch, Uplo uplo, int n, int nrhs, const T* const* A, 
         return;
     }
     const PotrsPath path = forced_potrs_path();
-    // The block kernel is only taken when forced: compute-sanitizer memcheck found it reading
-    // past its shared-memory block on the H100 (float, n = 33, 300 matrices; not yet explained),
-    // so the default stays the recursion until it is fixed (docs/batched.md).
-    if (path == PotrsPath::block && kPotrsBlockMaxNrhs > 0 &&
+    if (path != PotrsPath::recursive && (path == PotrsPath::block || nrhs <= kPotrsBlockMaxNrhs) &&
         try_potrs_block<T>(launch.stream, n, nrhs, A, lda, l.trans, B, ldb, count))
         return;
     Batch<T> batch(launch, count, nullptr, true);
     HostPointerMode mode(launch.cublas);
     batch.trsm(true, B, x, A, l, nrhs, n, nullptr);
     batch.trsm(false, B, x, A, l, nrhs, n, nullptr);
+}
+
+void set_potrs_path(PotrsPath path) {
+    g_potrs_path.store(path == PotrsPath::automatic ? -1 : static_cast<int>(path), std::memory_order_relaxed);
 }
 
 template std::size_t potrf_workspace<float>(int, int);

@@ -10,6 +10,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 namespace starfact::batched::cuda::detail {
 
 /// Element (i, j) of a triangular matrix at a[i * rs + j * cs]; rs == 1 or cs == 1.
@@ -29,7 +31,8 @@ __device__ inline T warp_sum(T v) {
 }
 
 /// x <- M^{-1} x for the n x rc block x (leading dimension ldx, shared memory, rc <= R; its
-/// columns rc..R-1 are computed on and ignored), M lower (forward substitution) or upper
+/// columns rc..R-1 are computed on and ignored; ldx = block_ldx(n) with zero padding rows, see
+/// there), M lower (forward substitution) or upper
 /// (backward), with a unit or a stored diagonal (multiplied by its reciprocal). Called by every
 /// thread of the block (blockDim.x a multiple of 32); synchronizes the block.
 template <class T, int R>
@@ -120,13 +123,29 @@ __device__ void block_trsv(TriView<T> M, bool lower, bool unit, int n, T* x, int
     }
 }
 
-/// Loads columns c0 .. c0+rc-1 of B (n rows, ldb) into x (n x R, leading dimension n), zeros
-/// in the columns beyond rc; every thread; ends with a block synchronization.
+/// Leading dimension of the right-hand sides in shared memory for order n: n rounded up to a
+/// multiple of 32, so that every 32-row block of every column lies inside the buffer. ptxas
+/// merges the loads of consecutive rows of a block into 16-byte loads issued before the
+/// remainder count is tested (block_trsv's row form, kb < 32): with the columns n apart, the
+/// last block of the last column was read past the buffer (H100 memcheck: potrs at n = 33, one
+/// LDS.128 at x[32] of a 33-element buffer). The padding rows are zero and never written.
+__host__ __device__ inline int block_ldx(int n) { return (n + 31) / 32 * 32; }
+
+/// Bytes of shared memory of the R columns of order n.
+template <class T, int R>
+inline std::size_t block_shared_bytes(int n) {
+    return static_cast<std::size_t>(R) * static_cast<std::size_t>(block_ldx(n)) * sizeof(T);
+}
+
+/// Loads columns c0 .. c0+rc-1 of B (n rows, ldb) into x (block_ldx(n) x R, leading dimension
+/// block_ldx(n)), zeros in the padding rows and in the columns beyond rc; every thread; ends
+/// with a block synchronization.
 template <class T, int R>
 __device__ void block_load(const T* B, int ldb, int n, int rc, T* x) {
-    for (int e = threadIdx.x; e < R * n; e += blockDim.x) {
-        const int i = e % n, j = e / n;
-        x[e] = j < rc ? B[i + static_cast<long long>(j) * ldb] : T(0);
+    const int ldx = block_ldx(n);
+    for (int e = threadIdx.x; e < R * ldx; e += blockDim.x) {
+        const int i = e % ldx, j = e / ldx;
+        x[e] = (j < rc && i < n) ? B[i + static_cast<long long>(j) * ldb] : T(0);
     }
     __syncthreads();
 }
@@ -134,9 +153,10 @@ __device__ void block_load(const T* B, int ldb, int n, int rc, T* x) {
 /// The reverse of block_load for the first rc columns; every thread.
 template <class T, int R>
 __device__ void block_store(const T* x, int n, int rc, T* B, int ldb) {
+    const int ldx = block_ldx(n);
     for (int e = threadIdx.x; e < rc * n; e += blockDim.x) {
         const int i = e % n, j = e / n;
-        B[i + static_cast<long long>(j) * ldb] = x[e];
+        B[i + static_cast<long long>(j) * ldb] = x[i + j * ldx];
     }
 }
 
