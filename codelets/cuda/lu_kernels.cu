@@ -103,6 +103,12 @@ __global__ void zero_pivot_info_kernel(TileView<const T> A, int k, int* info) {
     if (threadIdx.x == 0) *info = first < k ? first + 1 : 0;
 }
 
+// NaN - NaN and inf - inf are NaN; every finite v gives v - v == 0.
+template <class T>
+__device__ bool is_non_finite(T v) {
+    return !(v - v == T(0));
+}
+
 // *flag = 1 when the m x n block A holds a NaN or an infinity (the flag is never cleared here).
 template <class T>
 __global__ void non_finite_kernel(TileView<const T> A, int* flag) {
@@ -111,7 +117,7 @@ __global__ void non_finite_kernel(TileView<const T> A, int* flag) {
     for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total && !found;
          idx += static_cast<long long>(gridDim.x) * blockDim.x) {
         const T v = A(static_cast<int>(idx % A.m), static_cast<int>(idx / A.m));
-        found = !(v - v == T(0));  // NaN - NaN and inf - inf are NaN
+        found = is_non_finite(v);
     }
     if (__syncthreads_or(found) && threadIdx.x == 0) *flag = 1;
 }
@@ -407,7 +413,7 @@ __global__ void stack_panel_kernel(TileView<const T> Ujj, TileView<const T> Aj, 
          idx += static_cast<long long>(gridDim.x) * blockDim.x) {
         const int r = static_cast<int>(idx % P.m), c = static_cast<int>(idx / P.m);
         const T v = r < b ? (r <= c ? Ujj(r, c) : T(0)) : Aj(r - b, c);
-        found |= !(v - v == T(0));
+        found |= is_non_finite(v);
         P(r, c) = v;
     }
     if (__syncthreads_or(found) && threadIdx.x == 0) *non_finite = 1;
