@@ -1,7 +1,11 @@
-// Variable-size batches (issue 6): Cholesky and LU factorizations and solves of many matrices of
-// different orders, on the host (LAPACKE per matrix over threads) and directly on a CUDA
-// stream (our kernels, batched/cuda/vbatched_kernels.hpp, with the SSDE or DSSE schedule).
+// Variable-size batches (issue 6): Cholesky, LU and QR factorizations and solves of many
+// matrices of different sizes, on the host (LAPACKE per matrix over threads), directly on a
+// CUDA stream (our kernels, batched/cuda/vbatched_kernels.hpp, with the SSDE or DSSE schedule)
+// and as StarPU tasks shared between CPU and GPU workers (namespace tasks).
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "batched/batched.hpp"
 
@@ -44,6 +48,22 @@ template <class T>
 void vgetrs(const int* n, int nrhs, const T* const* A, const int* lda, const int* const* ipiv, T* const* B,
             const int* ldb, int count, const HostOptions& opt = {});
 
+/// A[b] = Q[b] R[b] (Householder, LAPACK's geqrf: R on and above the diagonal, the reflectors'
+/// v below it, tau[b] their min(m[b], n[b]) scalars) for every b; A[b] is m[b] x n[b] (any
+/// shape, lda[b] >= max(1, m[b])); host memory, one matrix per thread. tau[b] may be null when
+/// min(m[b], n[b]) is 0.
+template <class T>
+void vgeqrf(const int* m, const int* n, T* const* A, const int* lda, T* const* tau, int count,
+            const HostOptions& opt = {});
+
+/// Least squares min ||A[b] X - B[b]|| for every b (m[b] >= n[b], checked): vgeqrf, then, when
+/// R[b] has no exact zero on its diagonal, B[b] (m[b] x nrhs, ldb[b] >= max(1, m[b])) <- Q^T B
+/// and its first n[b] rows <- R^{-1} (that), X. info[b]: 0, or the first k with R(k,k) exactly
+/// zero (B[b] left as it was, as LAPACK's gels). Returns the number of matrices with info != 0.
+template <class T>
+int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B,
+          const int* ldb, int* info, int count, const HostOptions& opt = {});
+
 #ifdef STARFACT_HAVE_CUDA
 /// The sizes of a variable-size batch for a GPU call, twice: host arrays, which the call
 /// checks and takes the largest order from (no device read, no synchronization), and device
@@ -75,6 +95,70 @@ void vgetrf(Context& ctx, Schedule schedule, const VSizes& a_sizes, T* const* A,
 template <class T>
 void vgetrs(Context& ctx, const VSizes& a_sizes, int nrhs, const T* const* A, const int* const* ipiv,
             const VSizes& b_sizes, T* const* B, int count);
+
+/// The shapes of a variable-size batch of rectangular matrices for a GPU call, host and device
+/// copies as VSizes: m[b] x n[b], leading dimension ld[b] >= max(1, m[b]).
+struct VShapes {
+    const int* m = nullptr;
+    const int* n = nullptr;
+    const int* ld = nullptr;
+    const int* device_m = nullptr;
+    const int* device_n = nullptr;
+    const int* device_ld = nullptr;
+};
+
+/// vgeqrf on ctx's stream, asynchronous (batched/cuda/vgeqrf.cu): A and tau are device arrays
+/// of device pointers (tau[b] to min(m[b], n[b]) entries). Checks every host size first.
+template <class T>
+void vgeqrf(Context& ctx, Schedule schedule, const VShapes& a_shapes, T* const* A, T* const* tau, int count);
+
+/// vgels on ctx's stream (m[b] >= n[b], checked): vgeqrf, then the solve; b_sizes.n must equal
+/// a_shapes.m (B[b] has m[b] rows), b_sizes.ld is ldb; info a device array (every entry written).
+template <class T>
+void vgels(Context& ctx, Schedule schedule, const VShapes& a_shapes, int nrhs, T* const* A, T* const* tau,
+           const VSizes& b_sizes, T* const* B, int* info, int count);
 #endif
+
+// StarPU tasks (batched/vcodelet.cc): a variable-size batch in host memory, cut into slices of
+// consecutive matrices with about equal flops (not equal counts), each slice packed into one
+// contiguous buffer per array (every matrix with leading dimension max(1, rows)), registered
+// with StarPU and given to one task of the variable-size codelet; the scheduler runs a task on
+// a CPU worker (LAPACKE per matrix) or a CUDA worker (the SSDE/DSSE kernels above), and the
+// results are unpacked into the caller's matrices after the wait. Same arguments, checks and
+// results as the host path; needs a started starfact::Runtime.
+namespace tasks {
+
+struct VTaskOptions {
+    int slices = 0;                     ///< tasks per batch; 0: default_slices(count)
+    Schedule schedule = Schedule::dsse;  ///< the kernels' schedule on a CUDA worker
+};
+
+/// Where the slices of a batch with these per-matrix flops begin: `slices` + 1 indices from 0 to
+/// count, cut where the running sum of flops crosses s / slices of the total (empty slices
+/// dropped, so fewer may come back; at most `slices`; every slice holds at least one matrix).
+std::vector<int> vslice_bounds(const std::vector<double>& flops, int slices);
+
+/// The performance-model symbols of the variable-size codelet ("starfact_vbatched_<op>_<s|d>").
+std::vector<std::string> vperfmodel_symbols();
+
+template <class T>
+int vpotrf(Uplo uplo, const int* n, T* const* A, const int* lda, int* info, int count, const VTaskOptions& opt = {});
+template <class T>
+void vpotrs(Uplo uplo, const int* n, int nrhs, const T* const* A, const int* lda, T* const* B, const int* ldb,
+            int count, const VTaskOptions& opt = {});
+template <class T>
+int vgetrf(const int* n, T* const* A, const int* lda, int* const* ipiv, int* info, int count,
+           const VTaskOptions& opt = {});
+template <class T>
+void vgetrs(const int* n, int nrhs, const T* const* A, const int* lda, const int* const* ipiv, T* const* B,
+            const int* ldb, int count, const VTaskOptions& opt = {});
+template <class T>
+void vgeqrf(const int* m, const int* n, T* const* A, const int* lda, T* const* tau, int count,
+            const VTaskOptions& opt = {});
+template <class T>
+int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B,
+          const int* ldb, int* info, int count, const VTaskOptions& opt = {});
+
+}  // namespace tasks
 
 }  // namespace starfact::batched

@@ -1,7 +1,7 @@
 // `starfact batched`: many small factorizations or solves at once, cut into slices that StarPU
 // shares between CPU and GPU workers (batched::tasks), timed and checked matrix by matrix; the
 // batch is generated or read from a .npy file (--input, --rhs; --output writes the result).
-// --sizes runs a variable-size Cholesky or LU batch (batched/vbatched.hpp) on the host path.
+// --sizes runs a variable-size batch (batched/vbatched.hpp) as StarPU tasks (batched::tasks::v*).
 #include <starpu.h>
 #include <unistd.h>
 
@@ -46,6 +46,9 @@ struct BatchedOptions {
     std::string format = "table";
     std::string input, rhs, output;  ///< --input, --rhs (.npy or .mtx batches) and --output (.npy)
     std::string sizes;               ///< --sizes uniform:NMAX | skewed:NMAX | file:PATH
+    std::string schedule = "dsse";   ///< --schedule (with --sizes): ssde or dsse
+    double aspect = 1.0;             ///< --aspect (geqrf, gels with --sizes): m[b] = ceil(aspect n[b])
+    bool schedule_given = false, aspect_given = false;
     std::string trace_file;          ///< --trace: the slice tasks of every iteration, one CSV line each
     bool m_given = false, n_given = false, count_given = false, nrhs_given = false;
 };
@@ -365,15 +368,17 @@ void check_file_options(const BatchedOptions& o) {
         if (!is_solve(o.op) && !o.rhs.empty())
             throw ArgumentError("--rhs", fmt::format("'{}': --op {} takes no right-hand sides", o.rhs, o.op));
     }
-    if (!o.sizes.empty() && !is_cholesky(o.op) && !is_lu(o.op))
-        throw ArgumentError("--sizes", fmt::format("'{}': variable sizes are for --op getrf, getrs, potrf and "
-                                                   "potrs, not {}",
-                                                   o.sizes, o.op));
+    if (o.sizes.empty() && o.schedule_given)
+        throw ArgumentError("--schedule", fmt::format("'{}' needs --sizes (the schedule of the variable-size kernels)",
+                                                      o.schedule));
+    if (o.aspect_given && (o.sizes.empty() || !is_qr(o.op)))
+        throw ArgumentError("--aspect", fmt::format("{}: only geqrf and gels with --sizes take an aspect, not --op {}{}",
+                                                    o.aspect, o.op, o.sizes.empty() ? " without --sizes" : ""));
     if (!o.sizes.empty() && (o.n_given || o.m_given))
         throw ArgumentError(o.n_given ? "-n" : "-m", fmt::format("given with --sizes '{}'", o.sizes));
     if (!o.sizes.empty() && !o.trace_file.empty())
-        throw ArgumentError("--trace", fmt::format("'{}' with --sizes '{}': the variable-size host path runs no "
-                                                   "StarPU task to trace",
+        throw ArgumentError("--trace", fmt::format("'{}' with --sizes '{}': the variable-size slices are not traced "
+                                                   "yet",
                                                    o.trace_file, o.sizes));
     check_trace_path(o.trace_file);
 }
@@ -434,7 +439,7 @@ BatchFiles<T> load_batch_files(BatchedOptions& o) {
     return f;
 }
 
-// ---- --sizes: a variable-size Cholesky or LU batch on the host path ----------------------------
+// ---- --sizes: a variable-size batch as StarPU tasks ------------------------------------------
 
 /// The orders of a --sizes batch: uniform in [1, NMAX], skewed (1% of NMAX, the rest in
 /// [1, NMAX/10], as in the variable-size Cholesky paper), or one order per line of a file.
@@ -486,8 +491,8 @@ std::vector<int> draw_sizes(const BatchedOptions& o, std::uint64_t seed) {
     return n;
 }
 
-const std::vector<std::string> kVColumns = {"op",   "prec",   "count",  "sizes",    "nmax",   "nrhs",  "uplo",
-                                            "iter", "time_s", "gflops", "residual", "failed", "status"};
+const std::vector<std::string> kVColumns = {"op",     "prec",   "count",  "sizes",    "nmax",   "nrhs",  "uplo",
+                                            "slices", "iter",   "time_s", "gflops",   "residual", "failed", "status"};
 
 template <class T>
 int run_vbatched(const BatchedOptions& o) {
@@ -495,89 +500,115 @@ int run_vbatched(const BatchedOptions& o) {
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     const std::vector<int> n = draw_sizes(o, seed);
     const int count = static_cast<int>(n.size());
-    const bool lu = is_lu(o.op);
-    const bool solve = o.op == "potrs" || o.op == "getrs";
-    const int nrhs = solve ? o.nrhs : 0;
+    const bool lu = is_lu(o.op), qr = is_qr(o.op);
+    const int nrhs = is_solve(o.op) ? o.nrhs : 0;
     const int nmax = count > 0 ? *std::max_element(n.begin(), n.end()) : 0;
     const Uplo uplo = o.uplo == "upper" ? Uplo::upper : Uplo::lower;
-    std::vector<int> ld(n.size());
+    // QR: m[b] = ceil(aspect n[b]) rows; the other operations are square.
+    std::vector<int> m(n.size()), ld(n.size());
     std::vector<std::size_t> offA(n.size() + 1, 0), offB(n.size() + 1, 0), offP(n.size() + 1, 0);
     for (int b = 0; b < count; ++b) {
-        ld[b] = std::max(1, n[b]);
-        offP[b + 1] = offP[b] + (lu ? static_cast<std::size_t>(ld[b]) : 0);
+        m[b] = qr ? static_cast<int>(std::ceil(o.aspect * n[b] - 1e-9)) : n[b];
+        ld[b] = std::max(1, m[b]);
+        offP[b + 1] = offP[b] + (lu || qr ? static_cast<std::size_t>(std::max(1, n[b])) : 0);
         offA[b + 1] = offA[b] + static_cast<std::size_t>(ld[b]) * n[b];
         offB[b + 1] = offB[b] + static_cast<std::size_t>(ld[b]) * nrhs;
     }
     const int elem = static_cast<int>(sizeof(T));
-    const double need = (3.0 * static_cast<double>(offA[count]) + 2.0 * static_cast<double>(offB[count])) * elem;
+    // A, its original, the solve's factors and the packed slices; B, its original and its slices.
+    const double need = (4.0 * static_cast<double>(offA[count]) + 3.0 * static_cast<double>(offB[count])) * elem;
     const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     if (need > have)
         throw ArgumentError("--sizes", fmt::format("'{}': the batch needs about {:.1f} GiB of host memory, this machine "
                                                    "has {:.1f} GiB",
                                                    o.sizes, need / (1 << 30), have / (1 << 30)));
 
+    Runtime rt;
+    const int slices = o.slices > 0 ? std::min(o.slices, std::max(1, count)) : tasks::default_slices(count, 0);
+    const tasks::VTaskOptions topt{slices, o.schedule == "ssde" ? Schedule::ssde : Schedule::dsse};
     Reporter out(parse_format(o.format), kVColumns);
-    nlohmann::ordered_json config;
-    config["path"] = "host (LAPACKE per matrix, one matrix per thread; the GPU path is not wired into the command line)";
+    nlohmann::ordered_json config = runtime_config(rt);
+    config["path"] = "StarPU tasks: slices of about equal flops, LAPACKE per matrix on CPU workers, the SSDE/DSSE "
+                     "kernels on CUDA workers";
     config["op"] = o.op;
     config["prec"] = o.prec;
     config["count"] = count;
     config["sizes"] = o.sizes;
     config["nmax"] = nmax;
+    if (qr) config["aspect"] = o.aspect;
     config["nrhs"] = nrhs;
     config["uplo"] = o.uplo;
+    config["schedule"] = o.schedule;
+    config["slices"] = slices;
     config["seed"] = seed;
     out.header(config);
 
-    std::vector<T> A0(offA[count]), A(offA[count]), F(nrhs > 0 ? offA[count] : 0), B0(offB[count]), B(offB[count]);
+    std::vector<T> A0(offA[count]), A(offA[count]), F(nrhs > 0 && !qr ? offA[count] : 0), B0(offB[count]),
+        B(offB[count]), tau(qr ? offP[count] : 0);
     parallel_for(count, [&](int b) {
-        if (lu)
-            matgen::uniform(n[b], n[b], matrix_seed(seed, b, 0), A0.data() + offA[b], ld[b]);
-        else
+        if (is_cholesky(o.op))
             matgen::spd(n[b], matrix_seed(seed, b, 0), A0.data() + offA[b], ld[b]);
-        if (nrhs > 0) matgen::uniform(n[b], nrhs, matrix_seed(seed, b, 1), B0.data() + offB[b], ld[b]);
+        else
+            matgen::uniform(m[b], n[b], matrix_seed(seed, b, 0), A0.data() + offA[b], ld[b]);
+        if (nrhs > 0) matgen::uniform(m[b], nrhs, matrix_seed(seed, b, 1), B0.data() + offB[b], ld[b]);
     });
     const auto pointers = [&](std::vector<T>& v, const std::vector<std::size_t>& off) {
         std::vector<T*> p(n.size());
         for (int b = 0; b < count; ++b) p[b] = v.data() + off[b];
         return p;
     };
-    const std::vector<T*> pA = pointers(A, offA), pF = pointers(F, offA), pB = pointers(B, offB);
-    std::vector<int> ipiv(offP[count]);
+    const std::vector<T*> pA = pointers(A, offA), pF = pointers(F, offA), pB = pointers(B, offB),
+                          pT = pointers(tau, offP);
+    std::vector<int> ipiv(lu ? offP[count] : 0);
     std::vector<int*> pP(n.size());
-    for (int b = 0; b < count; ++b) pP[b] = ipiv.data() + offP[b];
+    for (int b = 0; b < count; ++b) pP[b] = lu ? ipiv.data() + offP[b] : nullptr;
     const std::vector<const int*> cP(pP.begin(), pP.end());
     std::vector<int> info(n.size(), 0);
     int factor_failures = 0;
-    if (nrhs > 0) {
-        F = A0;  // the solve's factors, untimed
-        factor_failures = lu ? vgetrf(n.data(), pF.data(), ld.data(), pP.data(), info.data(), count)
-                             : vpotrf(uplo, n.data(), pF.data(), ld.data(), info.data(), count);
+    if (nrhs > 0 && !qr) {
+        F = A0;  // the solve's factors, untimed, by the same path
+        factor_failures = lu ? tasks::vgetrf(n.data(), pF.data(), ld.data(), pP.data(), info.data(), count, topt)
+                             : tasks::vpotrf(uplo, n.data(), pF.data(), ld.data(), info.data(), count, topt);
     }
     double flops = 0;
     for (int b = 0; b < count; ++b) {
+        if (n[b] == 0) continue;
         if (o.op == "potrf") flops += potrf_flops(n[b]);
         if (o.op == "potrs") flops += potrs_flops(n[b], nrhs);
         if (o.op == "getrf") flops += getrf_flops(n[b]);
         if (o.op == "getrs") flops += getrs_flops(n[b], nrhs);
+        if (o.op == "geqrf") flops += geqrf_flops(m[b], n[b]);
+        if (o.op == "gels") flops += gels_flops(m[b], n[b], nrhs);
     }
 
     int failed_rows = 0;
+    std::vector<double> times;
     for (int it = 1; it <= o.niter; ++it) {
         A = A0;
         B = B0;
         int failures = factor_failures;
         const auto t0 = std::chrono::steady_clock::now();
-        if (o.op == "potrf") failures = vpotrf(uplo, n.data(), pA.data(), ld.data(), info.data(), count);
-        if (o.op == "getrf") failures = vgetrf(n.data(), pA.data(), ld.data(), pP.data(), info.data(), count);
-        if (o.op == "potrs") vpotrs(uplo, n.data(), nrhs, pF.data(), ld.data(), pB.data(), ld.data(), count);
-        if (o.op == "getrs") vgetrs(n.data(), nrhs, pF.data(), ld.data(), cP.data(), pB.data(), ld.data(), count);
+        if (o.op == "potrf") failures = tasks::vpotrf(uplo, n.data(), pA.data(), ld.data(), info.data(), count, topt);
+        if (o.op == "getrf")
+            failures = tasks::vgetrf(n.data(), pA.data(), ld.data(), pP.data(), info.data(), count, topt);
+        if (o.op == "potrs")
+            tasks::vpotrs(uplo, n.data(), nrhs, pF.data(), ld.data(), pB.data(), ld.data(), count, topt);
+        if (o.op == "getrs")
+            tasks::vgetrs(n.data(), nrhs, pF.data(), ld.data(), cP.data(), pB.data(), ld.data(), count, topt);
+        if (o.op == "geqrf") tasks::vgeqrf(m.data(), n.data(), pA.data(), ld.data(), pT.data(), count, topt);
+        if (o.op == "gels")
+            failures = tasks::vgels(m.data(), n.data(), nrhs, pA.data(), ld.data(), pT.data(), pB.data(), ld.data(),
+                                    info.data(), count, topt);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        nlohmann::ordered_json r = {{"op", o.op},        {"prec", o.prec},   {"count", count},
-                                    {"sizes", o.sizes},  {"nmax", nmax},     {"nrhs", nrhs},
-                                    {"uplo", o.uplo},    {"iter", it},       {"time_s", secs},
-                                    {"gflops", secs > 0 ? flops / secs / 1e9 : 0.0},
-                                    {"seed", seed},      {"residual", nullptr}, {"failed", failures}};
+        times.push_back(secs);
+        nlohmann::ordered_json r = {{"op", o.op},        {"prec", o.prec},     {"count", count},
+                                    {"sizes", o.sizes},  {"nmax", nmax},       {"nrhs", nrhs},
+                                    {"uplo", o.uplo},    {"slices", slices},   {"iter", it},
+                                    {"time_s", secs},    {"gflops", secs > 0 ? flops / secs / 1e9 : 0.0},
+                                    {"schedule", o.schedule},
+                                    {"sched", rt.scheduler()},
+                                    {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()}, {"seed", seed},
+                                    {"residual", nullptr}, {"failed", failures}};
         bool ok = failures == 0;
         if (o.check && it == o.niter) {
             std::vector<double> res(n.size(), 0.0);
@@ -588,6 +619,11 @@ int run_vbatched(const BatchedOptions& o) {
                     res[b] = residuals::potrf(uplo, n[b], a0, ld[b], A.data() + offA[b], ld[b]);
                 else if (o.op == "getrf")
                     res[b] = residuals::getrf(n[b], a0, ld[b], A.data() + offA[b], ld[b], pP[b]);
+                else if (o.op == "geqrf")
+                    res[b] = residuals::geqrf(m[b], n[b], a0, ld[b], A.data() + offA[b], ld[b], pT[b]);
+                else if (o.op == "gels")
+                    res[b] = residuals::least_squares(m[b], n[b], nrhs, a0, ld[b], B.data() + offB[b], ld[b],
+                                                      B0.data() + offB[b], ld[b]);
                 else
                     res[b] = residuals::solve(n[b], nrhs, a0, ld[b], B.data() + offB[b], ld[b], B0.data() + offB[b],
                                               ld[b]);
@@ -606,7 +642,25 @@ int run_vbatched(const BatchedOptions& o) {
         if (!ok) ++failed_rows;
         out.row(r);
     }
-    print_failures(o, info.data(), count);
+    if (o.op != "geqrf") print_failures(o, info.data(), count);
+    if (o.niter > 1) {
+        const double t = median(times);
+        out.row({{"op", o.op},
+                 {"prec", o.prec},
+                 {"count", count},
+                 {"sizes", o.sizes},
+                 {"nmax", nmax},
+                 {"nrhs", nrhs},
+                 {"slices", slices},
+                 {"iter", "median"},
+                 {"time_s", t},
+                 {"gflops", t > 0 ? flops / t / 1e9 : 0.0},
+                 {"schedule", o.schedule},
+                 {"sched", rt.scheduler()},
+                 {"ncpu", rt.ncpu()},
+                 {"ncuda", rt.ncuda()},
+                 {"status", failed_rows ? "FAILED" : "ok"}});
+    }
     return failed_rows;
 }
 
@@ -672,8 +726,19 @@ void add_batched_command(CLI::App& app, Run& run) {
                     "Write every slice task of the timed part (codelet, worker, start, end, predicted time) to this\n"
                     "CSV file, as the other factorization subcommands do; scripts/plot_trace.py draws it");
     cmd->add_option("--sizes", o->sizes,
-                    "Variable-size batch (getrf, getrs, potrf, potrs): uniform:NMAX (orders in [1, NMAX]), skewed:NMAX (1% of\n"
-                    "order NMAX, the rest in [1, NMAX/10]) or file:PATH (one order per line); host path only");
+                    "Variable-size batch (every --op): uniform:NMAX (orders in [1, NMAX]), skewed:NMAX (1% of\n"
+                    "order NMAX, the rest in [1, NMAX/10]) or file:PATH (one order per line); StarPU tasks of\n"
+                    "about equal flops (CPU workers: LAPACKE per matrix; CUDA workers: the SSDE/DSSE kernels)");
+    CLI::Option* schedule_opt =
+        cmd->add_option("--schedule", o->schedule,
+                        "With --sizes, the CUDA kernels' schedule: dsse (different starts, same end) or ssde (same\n"
+                        "start, different ends)")
+            ->check(CLI::IsMember({"ssde", "dsse"}))
+            ->capture_default_str();
+    CLI::Option* aspect_opt =
+        cmd->add_option("--aspect", o->aspect, "With --sizes, geqrf and gels: matrix b is ceil(aspect n[b]) x n[b]")
+            ->check(CLI::Range(1.0, 1e6))
+            ->capture_default_str();
     cmd->footer(
         "Checks, per matrix: getrf ||P A - L U||_1 / (n ||A||_1 eps); potrf ||A - L L^T||_1 / (n ||A||_1 eps);\n"
         "geqrf the larger of ||A - Q R||_1 / (m ||A||_1 eps) and ||I - Q^T Q||_1 / (m eps); getrs and potrs the\n"
@@ -685,15 +750,18 @@ void add_batched_command(CLI::App& app, Run& run) {
         "a .npy written atomically: the factors (getrf: L and U without the pivots, potrf: the factor in the uplo\n"
         "triangle, the other as read; geqrf: R and the reflectors without tau) or the solutions (count x n x nrhs).\n"
         "Every failing matrix is listed with its info. A bad file exits 2 naming it, with nothing written.\n"
-        "--sizes runs getrf, getrs, potrf or potrs on a variable-size batch through the host path of\n"
-        "batched/vbatched.hpp (LAPACKE per matrix on every core, no StarPU): the GPU path (SSDE/DSSE\n"
-        "schedules) is a library call only (batched::vgetrf, vpotrf with a Context), not run by this command.\n"
+        "--sizes runs a variable-size batch (n[b] from the distribution; geqrf and gels: ceil(aspect n[b]) rows)\n"
+        "through batched::tasks::v* (batched/vbatched.hpp): slices of about equal flops, packed, shared by\n"
+        "StarPU between CPU workers (LAPACKE per matrix) and CUDA workers (our kernels, --schedule ssde|dsse).\n"
+        "The time covers packing, registering, transfers, the tasks and unpacking.\n"
         "Example: starfact batched --op getrf --count 10000 -n 32 --check\n"
         "         starfact batched --op potrf --input blocks.npy --output factors.npy --check");
     CLI::Option* n_opt = cmd->get_option("-n");
     CLI::Option* count_opt = cmd->get_option("--count");
     CLI::Option* nrhs_opt = cmd->get_option("--nrhs");
-    cmd->callback([&run, o, m_opt, n_opt, count_opt, nrhs_opt] {
+    cmd->callback([&run, o, m_opt, n_opt, count_opt, nrhs_opt, schedule_opt, aspect_opt] {
+        o->schedule_given = schedule_opt->count() > 0;
+        o->aspect_given = aspect_opt->count() > 0;
         o->m_given = m_opt->count() > 0;
         o->n_given = n_opt->count() > 0;
         o->count_given = count_opt->count() > 0;

@@ -1,4 +1,4 @@
-// The variable-size batched CUDA kernels (issue 6): Cholesky and LU factorizations and solves
+// The variable-size batched CUDA kernels (issue 6): Cholesky, LU and QR factorizations and solves
 // of many matrices of different orders at once. Same conventions as batched/cuda/kernels.hpp (device
 // pointer arrays, Launch, LAPACK info), except that every matrix b has its own order n[b] and
 // leading dimension lda[b], read from device arrays; the host passes the largest order nmax
@@ -80,5 +80,65 @@ std::size_t vgetrs_workspace(int nmax, int nrhs, int count);
 template <class T>
 void vgetrs(const Launch& launch, int nmax, const int* n, int nrhs, const T* const* A, const int* lda,
             const int* const* ipiv, T* const* B, const int* ldb, int count);
+
+// ---- Householder QR of m[b] x n[b] matrices (vgeqrf.cu) -------------------------------------
+
+/// What the host knows of a QR batch's shapes, for sizing launches: the largest m, n and
+/// k = min(m, n), and the largest m - k and n - k (under dsse they bound the rows and columns a
+/// matrix has left at a step).
+struct VQrBounds {
+    int mmax = 0, nmax = 0, kmax = 0, mexcess = 0, nexcess = 0;
+};
+
+/// The bounds of count host shapes (non-negative).
+inline VQrBounds vqr_bounds(const int* m, const int* n, int count) {
+    VQrBounds q;
+    for (int b = 0; b < count; ++b) {
+        const int k = m[b] < n[b] ? m[b] : n[b];
+        q.mmax = m[b] > q.mmax ? m[b] : q.mmax;
+        q.nmax = n[b] > q.nmax ? n[b] : q.nmax;
+        q.kmax = k > q.kmax ? k : q.kmax;
+        q.mexcess = m[b] - k > q.mexcess ? m[b] - k : q.mexcess;
+        q.nexcess = n[b] - k > q.nexcess ? n[b] - k : q.nexcess;
+    }
+    return q;
+}
+
+/// Bytes of workspace vgeqrf needs: one kVBlock x kVBlock block reflector factor T per matrix.
+template <class T>
+std::size_t vgeqrf_workspace(int count);
+
+/// A[b] = Q R (LAPACK's geqrf: R on and above the diagonal, the reflectors below it, tau[b] their
+/// min(m[b], n[b]) scalars, LAPACK's larfg conventions) for every b < count, by steps of kVBlock
+/// columns with the schedule counted on k = min(m, n): a panel kernel per step (one thread
+/// block per matrix: the panel's reflectors and its T), then an update kernel (one thread block
+/// per matrix and 32 trailing columns: C -= V (T^T (V^T C))). m, n, lda: device arrays; the
+/// bounds from the same sizes on the host (vqr_bounds).
+template <class T>
+void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bounds, const int* m, const int* n,
+            T* const* A, const int* lda, T* const* tau, int count);
+
+/// The least-squares solve after vgeqrf (m[b] >= n[b]) for every b: info[b] (written for every
+/// b) the first k with R(k,k) exactly zero, else 0 and B[b] (m[b] x nrhs, ldb[b]) <- Q^T B, then
+/// its first n[b] rows <- R^{-1} (those rows). A matrix with info != 0 or n[b] = 0 keeps its B.
+/// One warp per (matrix, right-hand side).
+template <class T>
+void vgeqrs(const Launch& launch, const VQrBounds& bounds, const int* m, const int* n, int nrhs, const T* const* A,
+            const int* lda, const T* const* tau, T* const* B, const int* ldb, int* info, int count);
+
+// ---- slices of the variable-size codelet (vslice.cu) -------------------------------------------
+
+/// One matrix of a packed slice (batched/vcodelet.cc): its shape and where its A, B and pivots
+/// or tau start in the slice's packed buffers (in elements); leading dimensions max(1, m).
+struct VSliceEntry {
+    int m, n;
+    long long a, b, p;
+};
+
+/// From count entries (device), the device arrays the kernels take: m, n, lda (= ldb) and the
+/// pointers into the packed buffers A (elements of a_elem bytes), B, P (p_elem bytes); an
+/// output array may be null (not written), so may a base whose pointers are not wanted.
+void vslice_arrays(const VSliceEntry* entries, int count, char* A, char* B, std::size_t a_elem, char* P,
+                   std::size_t p_elem, int* m, int* n, int* ld, void** pa, void** pb, void** pp, cudaStream_t stream);
 
 }  // namespace starfact::batched::cuda

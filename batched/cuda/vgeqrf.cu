@@ -1,0 +1,452 @@
+// Variable-size batched Householder QR (issue 6): vgeqrf and the least-squares solve vgeqrs on
+// arrays of device matrices of different shapes m[b] x n[b], with the SSDE and DSSE schedules
+// (vbatched_kernels.hpp), counted on k = min(m, n) in steps of kVBlock = 32 columns.
+//
+// vgeqrf, step s, for the matrices whose factorization is at column block c0 = 32 j:
+// - panel kernel, one thread block (8 warps) per matrix: the Householder QR of the panel
+//   A(c0:m, c0:c0+iw), iw = min(32, k - c0), in shared memory when the step's rows fit (else
+//   in place), column c's reflector computed by warp c % 8 (LAPACK's larfg) while the other
+//   warps apply the previous one to their own columns, as the fixed-size panel of geqrf.cu
+//   (whose device functions are copied below: they live in that file's anonymous namespace);
+//   then G = V^T V and T (LAPACK's larft, forward columnwise) to the workspace, tau[b].
+// - update kernel, one thread block per (matrix, 32 trailing columns): C -= V (T^T (V^T C)) on
+//   C = A(c0:m, cols), by 32-row chunks of V and C staged in shared memory.
+// Blocks of matrices that are not at that step (not started, finished) return at once; the
+// grids are sized by the step's bounds (VQrBounds): under ssde the largest shape less the
+// columns done, under dsse 32 (steps left) plus the largest m - k (rows) or n - k (columns).
+//
+// vgeqrs: one warp per (matrix, right-hand side): info from R's diagonal, Q^T b by the
+// reflectors in order, back substitution with R, in place in B.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cstddef>
+
+#include "batched/cuda/common.cuh"
+#include "batched/cuda/vbatched_kernels.hpp"
+
+namespace starfact::batched::cuda {
+namespace {
+
+constexpr int K = kVBlock;
+constexpr int LK = K + 1;
+constexpr int kPanelWarps = 8;
+constexpr int kUpdateThreads = 256;
+constexpr int kSolveWarps = 4;
+/// A panel is staged in shared memory when the step's rows take at most this many bytes.
+constexpr int kPanelSmemBytes = 96 * 1024;
+
+// ---- copied from batched/cuda/geqrf.cu (anonymous namespace there; same conventions) --------
+
+/// Columns a warp of the panel kernel owns at most.
+constexpr int kMaxOwned = 4;
+static_assert(kPanelWarps * kMaxOwned >= K, "every panel column has an owner");
+
+template <class T>
+struct Safe;
+template <>
+struct Safe<double> {
+    static constexpr double min = DBL_MIN / (DBL_EPSILON / 2);
+    static constexpr double ssq_low = DBL_MIN / (DBL_EPSILON * DBL_EPSILON);
+    static constexpr double max = DBL_MAX;
+};
+template <>
+struct Safe<float> {
+    static constexpr float min = FLT_MIN / (FLT_EPSILON / 2);
+    static constexpr float ssq_low = FLT_MIN / (FLT_EPSILON * FLT_EPSILON);
+    static constexpr float max = FLT_MAX;
+};
+
+constexpr unsigned kFull = 0xffffffffu;
+
+template <class T>
+__device__ T warp_sum(T v) {
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(kFull, v, o);
+    return v;
+}
+
+template <class T>
+__device__ T nan_max(T a, T b) {
+    return (b > a || b != b) ? b : a;
+}
+
+template <class T>
+__device__ T warp_nan_max(T v) {
+    for (int o = 16; o > 0; o /= 2) v = nan_max(v, __shfl_xor_sync(kFull, v, o));
+    return v;
+}
+
+template <class T>
+__device__ T warp_norm(const T* col, int from, int to, int lane) {
+    T s = 0;
+    for (int i = from + lane; i < to; i += 32) s += col[i] * col[i];
+    s = warp_sum(s);
+    if (s >= Safe<T>::ssq_low && s <= Safe<T>::max) return sqrt(s);
+    T scale = 0;
+    for (int i = from + lane; i < to; i += 32) scale = nan_max(scale, fabs(col[i]));
+    scale = warp_nan_max(scale);
+    if (scale == 0) return 0;
+    s = 0;
+    for (int i = from + lane; i < to; i += 32) {
+        const T t = col[i] / scale;
+        s += t * t;
+    }
+    return scale * sqrt(warp_sum(s));
+}
+
+template <class T>
+__device__ T warp_larfg(T* col, int c, int mp, int lane) {
+    T xnorm = warp_norm(col, c + 1, mp, lane);
+    if (xnorm == 0) return 0;
+    T alpha = col[c];
+    T beta = -copysign(hypot(alpha, xnorm), alpha);
+    int knt = 0;
+    if (fabs(beta) < Safe<T>::min) {
+        const T rsafmn = T(1) / Safe<T>::min;
+        do {
+            ++knt;
+            for (int i = c + 1 + lane; i < mp; i += 32) col[i] *= rsafmn;
+            beta *= rsafmn;
+            alpha *= rsafmn;
+        } while (fabs(beta) < Safe<T>::min && knt < 20);
+        __syncwarp();
+        xnorm = warp_norm(col, c + 1, mp, lane);
+        beta = -copysign(hypot(alpha, xnorm), alpha);
+    }
+    const T tau = (beta - alpha) / beta;
+    const T scal = T(1) / (alpha - beta);
+    for (int i = c + 1 + lane; i < mp; i += 32) col[i] *= scal;
+    for (int k = 0; k < knt; ++k) beta *= Safe<T>::min;
+    __syncwarp();
+    if (lane == 0) col[c] = beta;
+    __syncwarp();
+    return tau;
+}
+
+template <class T>
+__device__ void warp_apply(const T* v, T tau, T* col, int c, int mp, int lane) {
+    T s = 0;
+    for (int i = c + 1 + lane; i < mp; i += 32) s += v[i] * col[i];
+    s = tau * (warp_sum(s) + col[c]);
+    __syncwarp();
+    if (lane == 0) col[c] -= s;
+    for (int i = c + 1 + lane; i < mp; i += 32) col[i] -= s * v[i];
+    __syncwarp();
+}
+
+template <class T>
+__device__ void warp_apply_owned(const T* v, T tau, T* P, int ldp, int first, int step, int iw, int c, int mp,
+                                 int lane) {
+    T s[kMaxOwned];
+#pragma unroll
+    for (int q = 0; q < kMaxOwned; ++q) s[q] = 0;
+    for (int i = c + 1 + lane; i < mp; i += 32) {
+        const T vi = v[i];
+#pragma unroll
+        for (int q = 0; q < kMaxOwned; ++q)
+            if (first + q * step < iw) s[q] += vi * P[i + static_cast<long long>(first + q * step) * ldp];
+    }
+    for (int o = 16; o > 0; o /= 2)
+#pragma unroll
+        for (int q = 0; q < kMaxOwned; ++q) s[q] += __shfl_xor_sync(kFull, s[q], o);
+#pragma unroll
+    for (int q = 0; q < kMaxOwned; ++q)
+        if (first + q * step < iw) s[q] = tau * (s[q] + P[c + static_cast<long long>(first + q * step) * ldp]);
+    __syncwarp();
+    if (lane == 0)
+#pragma unroll
+        for (int q = 0; q < kMaxOwned; ++q)
+            if (first + q * step < iw) P[c + static_cast<long long>(first + q * step) * ldp] -= s[q];
+    for (int i = c + 1 + lane; i < mp; i += 32) {
+        const T vi = v[i];
+#pragma unroll
+        for (int q = 0; q < kMaxOwned; ++q)
+            if (first + q * step < iw) P[i + static_cast<long long>(first + q * step) * ldp] -= s[q] * vi;
+    }
+    __syncwarp();
+}
+
+template <class T>
+__device__ void factor_panel(T* P, int ldp, int mp, int iw, T* s_tau) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int c = 0; c < iw; ++c) {
+        if (warp == c % warps) {
+            const T t = warp_larfg(P + static_cast<long long>(c) * ldp, c, mp, lane);
+            if (lane == 0) s_tau[c] = t;
+        }
+        __syncthreads();
+        const T t = s_tau[c];
+        if (t == 0) continue;  // H = I, as LAPACK's larf
+        const int first = c + 1 + ((warp - (c + 1)) % warps + warps) % warps;
+        if (first < iw) warp_apply_owned(P + static_cast<long long>(c) * ldp, t, P, ldp, first, warps, iw, c, mp, lane);
+    }
+    __syncthreads();
+}
+
+// ---- end of the copy ----------------------------------------------------------------------
+
+/// Where matrix b stands at step `step`: its shape and the column block c0 it works on, the
+/// panel's width iw; false when it has nothing to do there.
+__device__ __forceinline__ bool locate(const int* m, const int* n, int b, Schedule s, int kmax, int step, int& mb,
+                                       int& nb, int& c0, int& iw) {
+    mb = m[b];
+    nb = n[b];
+    const int kb = min(mb, nb);
+    const int j = step - vfirst_step(s, kmax, kb);
+    if (j < 0 || j >= vsteps(kb)) return false;
+    c0 = j * K;
+    iw = min(K, kb - c0);
+    return true;
+}
+
+template <class T>
+__global__ void __launch_bounds__(32 * kPanelWarps)
+    vgeqrf_panel_kernel(T* const* A, const int* m, const int* n, const int* lda, T* const* tau, T* Tws, Schedule s,
+                        int kmax, int step, int smem_rows) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ T s_tau[K];
+    __shared__ T sG[K * LK];
+    const int b = blockIdx.x;
+    int mb, nb, c0, iw;
+    if (!locate(m, n, b, s, kmax, step, mb, nb, c0, iw)) return;  // uniform over the block
+    const int ld = lda[b];
+    const int mp = mb - c0;
+    T* a = A[b] + c0 + static_cast<long long>(c0) * ld;
+    const bool staged = mp <= smem_rows;
+    T* P = staged ? reinterpret_cast<T*>(smem_raw) : a;
+    const int ldp = staged ? mp : ld;
+    if (staged) {
+        for (int e = threadIdx.x; e < mp * iw; e += blockDim.x) {
+            const int i = e % mp, j = e / mp;
+            P[i + j * mp] = a[i + static_cast<long long>(j) * ld];
+        }
+        __syncthreads();
+    }
+    factor_panel(P, ldp, mp, iw, s_tau);  // ends with a barrier
+    // G = V^T V, strict upper part: G(i, c) = V(c, i) + V(c+1:, i)^T V(c+1:, c), one warp a pair.
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int pairs = iw * (iw - 1) / 2;
+    for (int q = warp; q < pairs; q += kPanelWarps) {
+        int c = 1, base = 0;
+        while (base + c <= q) {
+            base += c;
+            ++c;
+        }
+        const int i = q - base;  // i < c
+        const T* vi = P + static_cast<long long>(i) * ldp;
+        const T* vc = P + static_cast<long long>(c) * ldp;
+        T d = 0;
+        for (int r = c + 1 + lane; r < mp; r += 32) d += vi[r] * vc[r];
+        d = warp_sum(d);
+        if (lane == 0) sG[i + LK * c] = d + vi[c];
+    }
+    __syncthreads();
+    if (warp == 0) {
+        // LAPACK's larft in place in sG: T(0:c, c) = -tau_c T(0:c, 0:c) G(0:c, c), T(c, c) = tau_c.
+        T* out = Tws + static_cast<long long>(b) * K * K;
+        for (int c = 0; c < iw; ++c) {
+            const T tc = s_tau[c];
+            T t = 0;
+            if (lane < c && tc != T(0))
+                for (int l = lane; l < c; ++l) t += sG[lane + LK * l] * sG[l + LK * c];
+            __syncwarp();
+            sG[lane + LK * c] = lane < c ? (tc != T(0) ? -tc * t : T(0)) : (lane == c ? tc : T(0));
+            __syncwarp();
+        }
+        for (int c = 0; c < iw; ++c) out[lane + K * c] = sG[lane + LK * c];
+        if (lane < iw) tau[b][c0 + lane] = s_tau[lane];
+    }
+    if (staged) {
+        for (int e = threadIdx.x; e < mp * iw; e += blockDim.x) {
+            const int i = e % mp, j = e / mp;
+            a[i + static_cast<long long>(j) * ld] = P[i + j * mp];
+        }
+    }
+}
+
+/// V(r, k) of the panel whose top-left is v (unit lower trapezoid, iw columns, mp rows).
+template <class T>
+__device__ __forceinline__ T vat(const T* v, int ld, int r, int k, int mp, int iw) {
+    if (r >= mp || k >= iw || r < k) return T(0);
+    return r == k ? T(1) : v[r + static_cast<long long>(k) * ld];
+}
+
+template <class T>
+__global__ void __launch_bounds__(kUpdateThreads)
+    vgeqrf_update_kernel(T* const* A, const int* m, const int* n, const int* lda, const T* Tws, Schedule s, int kmax,
+                         int step) {
+    __shared__ T sV[K * LK];
+    __shared__ T sC[K * LK];
+    __shared__ T sW[K * LK];
+    __shared__ T sT[K * LK];
+    const int b = blockIdx.x;
+    int mb, nb, c0, iw;
+    if (!locate(m, n, b, s, kmax, step, mb, nb, c0, iw)) return;
+    const int cc = c0 + iw + K * static_cast<int>(blockIdx.y);
+    const int wc = min(K, nb - cc);
+    if (wc <= 0) return;
+    const int ld = lda[b];
+    const int mp = mb - c0;
+    T* v = A[b] + c0 + static_cast<long long>(c0) * ld;
+    T* C = A[b] + c0 + static_cast<long long>(cc) * ld;
+    const int tid = threadIdx.x, tx = tid & 31, ty = tid >> 5;  // 8 groups of 32
+    // W = V^T C: thread (tx, ty) owns W(ty + 8 q, tx).
+    T acc[4] = {0, 0, 0, 0};
+    for (int r0 = 0; r0 < mp; r0 += K) {
+        for (int e = tid; e < K * K; e += kUpdateThreads) {
+            const int i = e % K, j = e / K;
+            sV[i + LK * j] = vat(v, ld, r0 + i, j, mp, iw);
+            sC[i + LK * j] = (r0 + i < mp && j < wc) ? C[r0 + i + static_cast<long long>(j) * ld] : T(0);
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int i = 0; i < K; ++i) {
+            const T c = sC[i + LK * tx];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[q] += sV[i + LK * (ty + 8 * q)] * c;
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) sW[ty + 8 * q + LK * tx] = acc[q];
+    const T* Tb = Tws + static_cast<long long>(b) * K * K;
+    for (int e = tid; e < K * K; e += kUpdateThreads) {
+        const int i = e % K, j = e / K;
+        sT[i + LK * j] = (i < iw && j < iw && i <= j) ? Tb[i + K * j] : T(0);
+    }
+    __syncthreads();
+    // W <- T^T W: W(k, c) = sum_{l <= k} T(l, k) W(l, c).
+    T w2[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int k = ty + 8 * q;
+        T t = 0;
+        for (int l = 0; l <= k; ++l) t += sT[l + LK * k] * sW[l + LK * tx];
+        w2[q] = t;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < 4; ++q) sW[ty + 8 * q + LK * tx] = w2[q];
+    __syncthreads();
+    // C -= V W: thread (tx, ty) updates rows r0 + tx, columns ty + 8 q.
+    for (int r0 = 0; r0 < mp; r0 += K) {
+        for (int e = tid; e < K * K; e += kUpdateThreads) {
+            const int i = e % K, j = e / K;
+            sV[i + LK * j] = vat(v, ld, r0 + i, j, mp, iw);
+        }
+        __syncthreads();
+        T u[4] = {0, 0, 0, 0};
+        for (int k = 0; k < iw; ++k) {
+            const T vk = sV[tx + LK * k];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) u[q] += vk * sW[k + LK * (ty + 8 * q)];
+        }
+        const int r = r0 + tx;
+        if (r < mp)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                if (ty + 8 * q < wc) C[r + static_cast<long long>(ty + 8 * q) * ld] -= u[q];
+        __syncthreads();
+    }
+}
+
+/// One warp per (matrix, right-hand side): info from R's diagonal, then Q^T b and R^{-1}.
+template <class T>
+__global__ void vgeqrs_kernel(const int* m, const int* n, int nrhs, const T* const* A, const int* lda,
+                              const T* const* tau, T* const* B, const int* ldb, int* info, int count) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int ncols = max(nrhs, 1);
+    const long long g = static_cast<long long>(blockIdx.x) * kSolveWarps + warp;
+    if (g >= static_cast<long long>(count) * ncols) return;  // whole warps only
+    const int b = static_cast<int>(g / ncols), col = static_cast<int>(g % ncols);
+    const int mb = m[b], nb = n[b], ld = lda[b];
+    const T* Ab = A[b];
+    int first = INT_MAX;
+    for (int j = lane; j < nb; j += 32)
+        if (Ab[j + static_cast<long long>(j) * ld] == T(0)) {
+            first = j + 1;
+            break;
+        }
+    for (int o = 16; o > 0; o /= 2) first = min(first, __shfl_xor_sync(kFull, first, o));
+    if (col == 0 && lane == 0) info[b] = first == INT_MAX ? 0 : first;
+    if (first != INT_MAX || col >= nrhs || nb == 0) return;
+    T* x = B[b] + static_cast<long long>(col) * ldb[b];
+    const T* tb = tau[b];
+    for (int j = 0; j < nb; ++j) {
+        const T t = tb[j];
+        if (t == T(0)) continue;
+        warp_apply(Ab + static_cast<long long>(j) * ld, t, x, j, mb, lane);
+    }
+    for (int j = nb - 1; j >= 0; --j) {
+        const T* r = Ab + static_cast<long long>(j) * ld;
+        const T xj = x[j] / r[j];
+        __syncwarp();
+        if (lane == 0) x[j] = xj;
+        for (int i = lane; i < j; i += 32) x[i] -= xj * r[i];
+        __syncwarp();
+    }
+}
+
+}  // namespace
+
+template <class T>
+std::size_t vgeqrf_workspace(int count) {
+    return detail::WorkspaceCarver::round(sizeof(T) * K * K * static_cast<std::size_t>(std::max(count, 0)));
+}
+
+template <class T>
+void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bd, const int* m, const int* n, T* const* A,
+            const int* lda, T* const* tau, int count) {
+    if (count <= 0 || bd.kmax <= 0) return;
+    detail::WorkspaceCarver carve(launch);
+    T* Tws = carve.take<T>(static_cast<std::size_t>(K) * K * count);
+    const int steps = vsteps(bd.kmax);
+    const int smem_limit_rows = kPanelSmemBytes / static_cast<int>(sizeof(T) * K);
+    detail::check(cudaFuncSetAttribute(vgeqrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       kPanelSmemBytes),
+                  "vgeqrf panel shared memory");
+    for (int step = 0; step < steps; ++step) {
+        // The most rows (columns) any matrix has from its panel's top (left) at this step.
+        const int rows = schedule == Schedule::ssde ? bd.mmax - K * step
+                                                    : std::min(bd.mmax, bd.mexcess + K * (steps - step));
+        const int cols = schedule == Schedule::ssde ? bd.nmax - K * step
+                                                    : std::min(bd.nmax, bd.nexcess + K * (steps - step));
+        if (rows <= 0) continue;
+        const int smem_rows = rows <= smem_limit_rows ? rows : 0;
+        const std::size_t dyn = sizeof(T) * static_cast<std::size_t>(smem_rows) * K;
+        vgeqrf_panel_kernel<T><<<static_cast<unsigned>(count), 32 * kPanelWarps, dyn, launch.stream>>>(
+            A, m, n, lda, tau, Tws, schedule, bd.kmax, step, smem_rows);
+        detail::check_launch("vgeqrf panel kernel");
+        const int tiles = detail::ceil_div(cols - 1, K);
+        if (tiles <= 0) continue;
+        const dim3 grid(static_cast<unsigned>(count), static_cast<unsigned>(tiles));
+        vgeqrf_update_kernel<T><<<grid, kUpdateThreads, 0, launch.stream>>>(A, m, n, lda, Tws, schedule, bd.kmax, step);
+        detail::check_launch("vgeqrf update kernel");
+    }
+}
+
+template <class T>
+void vgeqrs(const Launch& launch, const VQrBounds&, const int* m, const int* n, int nrhs, const T* const* A,
+            const int* lda, const T* const* tau, T* const* B, const int* ldb, int* info, int count) {
+    if (count <= 0) return;
+    const long long pairs = static_cast<long long>(count) * std::max(nrhs, 1);
+    const long long blocks = (pairs + kSolveWarps - 1) / kSolveWarps;
+    vgeqrs_kernel<T><<<static_cast<unsigned>(blocks), 32 * kSolveWarps, 0, launch.stream>>>(m, n, nrhs, A, lda, tau, B,
+                                                                                          ldb, info, count);
+    detail::check_launch("vgeqrs");
+}
+
+template std::size_t vgeqrf_workspace<float>(int);
+template std::size_t vgeqrf_workspace<double>(int);
+template void vgeqrf<float>(const Launch&, Schedule, const VQrBounds&, const int*, const int*, float* const*,
+                            const int*, float* const*, int);
+template void vgeqrf<double>(const Launch&, Schedule, const VQrBounds&, const int*, const int*, double* const*,
+                             const int*, double* const*, int);
+template void vgeqrs<float>(const Launch&, const VQrBounds&, const int*, const int*, int, const float* const*,
+                            const int*, const float* const*, float* const*, const int*, int*, int);
+template void vgeqrs<double>(const Launch&, const VQrBounds&, const int*, const int*, int, const double* const*,
+                             const int*, const double* const*, double* const*, const int*, int*, int);
+
+}  // namespace starfact::batched::cuda
