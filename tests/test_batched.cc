@@ -984,7 +984,7 @@ TEST_F(BatchedCliFiles, VariableSizesPassTheirChecks) {
         {"--op", "potrf", "--sizes", "normal:10"},
         {"--op", "potrf", "--sizes", "file:" + file("bad.txt")},
         {"--op", "potrf", "--sizes", "file:" + file("none.txt")},
-        {"--op", "geqrf", "--sizes", "uniform:10"},
+        {"--op", "potrf", "--sizes", "uniform:10", "--aspect", "2"},
         {"--op", "potrf", "--sizes", "uniform:10", "-n", "4"},
     };
     for (const auto& extra : bad) {
