@@ -60,8 +60,15 @@ const std::vector<std::string> kColumns = {"op",
 /// nb = 2048-4096 on the H100, docs/performance.md), min(nb, 32) on CPU cores only.
 int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::min(nb, 256) : std::min(nb, 32); }
 
-/// QR's tile size when the user gave 0: 4096 with a GPU (best at n = 8192-32768 on the H100).
-int default_qr_nb(const Runtime& rt) { return rt.ncuda() > 0 ? 4096 : default_nb(rt); }
+/// QR's tile size when the user gave 0: with a GPU, 4096 (best at n = 8192-32768 on the H100),
+/// except for tall-skinny matrices (m >= 8 n, n <= 4096): 8192, so that A is one tile column of
+/// tall 8192 x n tiles, each one cuSOLVER geqrf, merged by a short tree (best or near the best
+/// at 32768 x 4096, 65536 x 2048 and 131072 x 1024 on the H100; docs/performance.md, "Tall
+/// tiles"). On CPU cores only, the common default.
+int default_qr_nb(const Runtime& rt, int m, int n) {
+    if (rt.ncuda() == 0) return default_nb(rt);
+    return n > 0 && n <= 4096 && m >= 8 * static_cast<long long>(n) ? 8192 : 4096;
+}
 
 // The checks run multi-threaded OpenBLAS between factorizations (CPU workers use one thread).
 class AllThreads {
@@ -155,7 +162,7 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const FileInp
     const int m = o.m < 0 ? n : o.m;
     const int nrhs = op == Op::Gels ? o.nrhs : 0;
     Runtime rt;
-    const int nb = o.nb > 0 ? o.nb : default_qr_nb(rt);
+    const int nb = o.nb > 0 ? o.nb : default_qr_nb(rt, m, n);
     const int ib = o.ib > 0 ? std::min(o.ib, nb) : default_ib(nb, rt.ncuda());
     Reporter out(parse_format(o.format), kColumns);
     nlohmann::ordered_json config = runtime_config(rt);
@@ -309,7 +316,8 @@ void add_command(CLI::App& app, Run& run, Op op) {
     if (op == Op::Gels)
         cmd->add_option("--nrhs", opts->nrhs, "Number of right-hand sides")->check(non_negative)->capture_default_str();
     cmd->add_option("--ib", opts->ib,
-                    "Inner block of the kernels; 0 picks 256 with a GPU (and nb 0 picks 4096), min(nb, 32) without")
+                    "Inner block of the kernels; 0 picks 256 with a GPU (and nb 0 picks 4096, or 8192 when\n"
+                    "m >= 8 n and n <= 4096: one column of tall tiles), min(nb, 32) without")
         ->check(non_negative)
         ->capture_default_str();
     cmd->add_option("--tree", tree->tree,

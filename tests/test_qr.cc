@@ -326,10 +326,15 @@ TYPED_TEST(Qr, ArgumentErrorsComeBeforeAnyTask) {
 
 // ---- reduction trees ----------------------------------------------------------------------------
 
-/// The shapes the trees are tried on: 10:1, 2:1, square, and a tall one with a short last tile row
-/// and a narrow last tile column.
+/// The shapes the trees are tried on: 10:1, 2:1, square, a tall one with a short last tile row
+/// and a narrow last tile column, and one column of tall tiles (nb x (nb - 3), n < nb: the
+/// tall-skinny layout the GPU driver picks), its last tile row short.
 std::vector<std::pair<int, int>> tree_shapes(int nb) {
-    return {{10 * (2 * nb), 2 * nb}, {2 * (2 * nb + 1), 2 * nb + 1}, {3 * nb, 3 * nb}, {13 * nb + 5, nb + 3}};
+    return {{10 * (2 * nb), 2 * nb},
+            {2 * (2 * nb + 1), 2 * nb + 1},
+            {3 * nb, 3 * nb},
+            {13 * nb + 5, nb + 3},
+            {12 * nb + 3, nb - 3}};
 }
 
 TYPED_TEST(Qr, TreeResidualsOrthogonalityAndGelsOverDomains) {
@@ -493,7 +498,12 @@ TYPED_TEST(Qr, TreeOnCudaWorkersMatchesChecks) {
     using T = TypeParam;
     STARFACT_REQUIRE_CUDA_WORKER(this->ncuda());
     codelets::ScopedImpl forced(codelets::Impl::Cuda);
-    for (auto [m, n, nb, ib, domain] : {std::tuple{640, 64, 32, 8, 1}, {1000, 130, 64, 32, 2}, {300, 300, 64, 16, 1}}) {
+    // The last two: one column of tall tiles (256 x 40 and 512 x 100, the last tile row short).
+    for (auto [m, n, nb, ib, domain] : {std::tuple{640, 64, 32, 8, 1},
+                                        {1000, 130, 64, 32, 2},
+                                        {300, 300, 64, 16, 1},
+                                        {2000, 40, 256, 16, 1},
+                                        {1500, 100, 512, 32, 2}}) {
         SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n << " nb=" << nb << " domain=" << domain);
         const QrOptions o{QrTree::Binary, domain};
         const auto A = random_matrix<T>(m, n, m, this->seed() + n);

@@ -506,6 +506,56 @@ TtmqrWork<T> ttmqr_layout(Carver& w, int m, int n, int ib) {
     t.apply = take_apply_buffers<T>(w, ib, n);
     return t;
 }
+// TSQRT (triangle false) and TTQRT (triangle true): [triu(R); A] = Q [R'; 0] panel by panel.
+// Each panel J = [p0, p0 + wp) stacks triu(R(J, J)) on the rows of A(:, J) that the lower block
+// reaches (all of them for TSQRT; for TTQRT the rows 0..p0+wp-1 of A's upper trapezoid, masked)
+// and factors the stack with cuSOLVER. R being upper triangular, the top part of every reflector
+// comes out as a unit vector, so only R' and V2 are copied back. Then the T factors of the
+// panel's ib-blocks, and its blocks applied to the columns on its right. For TTQRT every
+// reflector's lower part stays in the trapezoid (zeros times anything), and P's bottom comes back
+// as the masked V2 that the T factors and the trailing update use.
+template <class T>
+cudaError_t pair_qrt(const QrContext& ctx, int ib, TileView<T> R, TileView<T> A, TileView<T> Tf, bool triangle) {
+    const int n = A.n, m = triangle ? std::min(A.m, n) : A.m;
+    // LAPACK's tpqrt returns at once when the lower tile has no rows (T is not written either).
+    if (n == 0 || m == 0) return cudaSuccess;
+    if (R.m < n || R.n < n) return cudaErrorInvalidValue;
+    ib = clamp_ib(ib, n);
+    std::size_t solver_bytes = 0;
+    cudaError_t err = triangle ? ttqrt_solver_bytes(ctx, data_type<T>(), m, n, ib, &solver_bytes)
+                               : tsqrt_solver_bytes(ctx, data_type<T>(), m, n, ib, &solver_bytes);
+    if (err != cudaSuccess) return err;
+    Carver w(ctx.work);
+    const TsqrtWork<T> t = tsqrt_layout<T>(w, m, n, ib, solver_bytes);
+    if (ctx.work == nullptr || w.used() > ctx.work_bytes) return cudaErrorInvalidValue;
+
+    const int p = tsqrt_panel(n, ib);
+    for (int p0 = 0; p0 < n; p0 += p) {
+        const int wp = std::min(p, n - p0), rows = triangle ? std::min(m, p0 + wp) : m, band = triangle ? p0 : -1;
+        const TileView<T> P{t.P, wp + rows, wp, wp + rows};
+        const TileView<T> Rp = R.sub(p0, p0, wp, wp), Ap = A.sub(0, p0, rows, wp);
+        const int grid = copy_blocks(static_cast<long long>(P.m) * wp);
+        stack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(Rp), as_const(Ap), P, band);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+        if ((err = geqrf(ctx, P, t.tau, t.solver, solver_bytes, t.info)) != cudaSuccess) return err;
+        unstack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(P, Rp, Ap, band);
+        if ((err = cudaGetLastError()) != cudaSuccess) return err;
+        const TileView<T> V2 = P.sub(wp, 0, rows, wp);
+        err = block_t_factors<T>(ctx, as_const(V2), false, t.tau, ib, t.t, Tf.sub(0, p0, Tf.m, wp), true);
+        if (err != cudaSuccess) return err;
+        const int right = n - p0 - wp;
+        for (int j0 = p0; j0 < p0 + wp && right > 0; j0 += ib) {
+            // TTQRT: block J's reflectors reach rows 0..j0+b-1 of A, all above the diagonal of
+            // the columns on the panel's right.
+            const int b = std::min(ib, p0 + wp - j0), rj = triangle ? std::min(m, j0 + b) : m;
+            err = apply_pair_block<T>(ctx, true, as_const(V2.sub(0, j0 - p0, rj, b)), as_const(Tf.sub(0, j0, b, b)),
+                                      R.sub(j0, p0 + wp, b, right), A.sub(0, p0 + wp, rj, right), t.apply);
+            if (err != cudaSuccess) return err;
+        }
+    }
+    return cudaSuccess;
+}
+
 }  // namespace
 
 template <class T>
@@ -587,44 +637,7 @@ cudaError_t unmqr(const QrContext& ctx, char side, char trans, int ib, TileView<
 
 template <class T>
 cudaError_t tsqrt(const QrContext& ctx, int ib, TileView<T> R, TileView<T> A, TileView<T> Tf) {
-    const int n = A.n, m = A.m;
-    // LAPACK's tpqrt returns at once when the lower tile has no rows (T is not written either).
-    if (n == 0 || m == 0) return cudaSuccess;
-    if (R.m < n || R.n < n) return cudaErrorInvalidValue;
-    ib = clamp_ib(ib, n);
-    std::size_t solver_bytes = 0;
-    cudaError_t err = tsqrt_solver_bytes(ctx, data_type<T>(), m, n, ib, &solver_bytes);
-    if (err != cudaSuccess) return err;
-    Carver w(ctx.work);
-    const TsqrtWork<T> t = tsqrt_layout<T>(w, m, n, ib, solver_bytes);
-    if (ctx.work == nullptr || w.used() > ctx.work_bytes) return cudaErrorInvalidValue;
-
-    // Panel by panel: [triu(R(J, J)); A(:, J)] stacked and factored by cuSOLVER (R being upper
-    // triangular, the top part of each reflector comes out as a unit vector, so only V2 is kept),
-    // the T factors of its ib-blocks, then its blocks applied to the columns on its right.
-    const int p = tsqrt_panel(n, ib);
-    for (int p0 = 0; p0 < n; p0 += p) {
-        const int wp = std::min(p, n - p0);
-        const TileView<T> P{t.P, wp + m, wp, wp + m};
-        const TileView<T> Rp = R.sub(p0, p0, wp, wp), Ap = A.sub(0, p0, m, wp);
-        const int grid = copy_blocks(static_cast<long long>(P.m) * wp);
-        stack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(Rp), as_const(Ap), P, -1);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
-        if ((err = geqrf(ctx, P, t.tau, t.solver, solver_bytes, t.info)) != cudaSuccess) return err;
-        unstack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(P, Rp, Ap, -1);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
-        err = block_t_factors<T>(ctx, as_const(P.sub(wp, 0, m, wp)), false, t.tau, ib, t.t, Tf.sub(0, p0, Tf.m, wp),
-                                 true);
-        if (err != cudaSuccess) return err;
-        const int right = n - p0 - wp;
-        for (int j0 = p0; j0 < p0 + wp && right > 0; j0 += ib) {
-            const int b = std::min(ib, p0 + wp - j0);
-            err = apply_pair_block<T>(ctx, true, as_const(A.sub(0, j0, m, b)), as_const(Tf.sub(0, j0, b, b)),
-                                      R.sub(j0, p0 + wp, b, right), A.sub(0, p0 + wp, m, right), t.apply);
-            if (err != cudaSuccess) return err;
-        }
-    }
-    return cudaSuccess;
+    return pair_qrt(ctx, ib, R, A, Tf, false);
 }
 
 template <class T>
@@ -652,46 +665,7 @@ cudaError_t tsmqr(const QrContext& ctx, char trans, int ib, TileView<T> A1, Tile
 
 template <class T>
 cudaError_t ttqrt(const QrContext& ctx, int ib, TileView<T> R, TileView<T> A, TileView<T> Tf) {
-    const int n = A.n, m = std::min(A.m, n);
-    if (n == 0 || m == 0) return cudaSuccess;
-    if (R.m < n || R.n < n) return cudaErrorInvalidValue;
-    ib = clamp_ib(ib, n);
-    std::size_t solver_bytes = 0;
-    cudaError_t err = ttqrt_solver_bytes(ctx, data_type<T>(), m, n, ib, &solver_bytes);
-    if (err != cudaSuccess) return err;
-    Carver w(ctx.work);
-    const TsqrtWork<T> t = tsqrt_layout<T>(w, m, n, ib, solver_bytes);
-    if (ctx.work == nullptr || w.used() > ctx.work_bytes) return cudaErrorInvalidValue;
-
-    // As TSQRT, with the lower tile's upper part only: panel J = [p0, p0 + wp) stacks
-    // triu(R(J, J)) on the rows 0..p0+wp-1 of A(:, J) masked to the trapezoid. Every reflector's
-    // lower part stays in that trapezoid (zeros times anything), and P's bottom comes back as the
-    // masked V2 that the T factors and the trailing update use.
-    const int p = tsqrt_panel(n, ib);
-    for (int p0 = 0; p0 < n; p0 += p) {
-        const int wp = std::min(p, n - p0), rows = std::min(m, p0 + wp);
-        const TileView<T> P{t.P, wp + rows, wp, wp + rows};
-        const TileView<T> Rp = R.sub(p0, p0, wp, wp), Ap = A.sub(0, p0, rows, wp);
-        const int grid = copy_blocks(static_cast<long long>(P.m) * wp);
-        stack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(as_const(Rp), as_const(Ap), P, p0);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
-        if ((err = geqrf(ctx, P, t.tau, t.solver, solver_bytes, t.info)) != cudaSuccess) return err;
-        unstack_kernel<T><<<grid, kCopyThreads, 0, ctx.stream>>>(P, Rp, Ap, p0);
-        if ((err = cudaGetLastError()) != cudaSuccess) return err;
-        const TileView<T> V2 = P.sub(wp, 0, rows, wp);
-        err = block_t_factors<T>(ctx, as_const(V2), false, t.tau, ib, t.t, Tf.sub(0, p0, Tf.m, wp), true);
-        if (err != cudaSuccess) return err;
-        const int right = n - p0 - wp;
-        for (int j0 = p0; j0 < p0 + wp && right > 0; j0 += ib) {
-            // Block J's reflectors reach rows 0..j0+b-1 of A, all above the diagonal of the
-            // columns on the panel's right.
-            const int b = std::min(ib, p0 + wp - j0), rj = std::min(m, j0 + b);
-            err = apply_pair_block<T>(ctx, true, as_const(V2.sub(0, j0 - p0, rj, b)), as_const(Tf.sub(0, j0, b, b)),
-                                      R.sub(j0, p0 + wp, b, right), A.sub(0, p0 + wp, rj, right), t.apply);
-            if (err != cudaSuccess) return err;
-        }
-    }
-    return cudaSuccess;
+    return pair_qrt(ctx, ib, R, A, Tf, true);
 }
 
 template <class T>
