@@ -133,9 +133,10 @@ struct VTaskOptions {
     Schedule schedule = Schedule::dsse;  ///< the kernels' schedule on a CUDA worker
 };
 
-/// Where the slices of a batch with these per-matrix flops begin: `slices` + 1 indices from 0 to
-/// count, cut where the running sum of flops crosses s / slices of the total (empty slices
-/// dropped, so fewer may come back; at most `slices`; every slice holds at least one matrix).
+/// Where the slices of a batch with these per-matrix flops begin and end: indices from 0 to
+/// count, cut where the running sum of flops crosses s / slices of the total (equal counts when
+/// every matrix has 0 flops). At most `slices` slices, none empty (so fewer may come back;
+/// none, {0}, for an empty batch).
 std::vector<int> vslice_bounds(const std::vector<double>& flops, int slices);
 
 /// The performance-model symbols of the variable-size codelet ("starfact_vbatched_<op>_<s|d>").

@@ -13,7 +13,14 @@
 #include <string>
 #include <vector>
 
+#include <lapacke.h>
+
+#include <nlohmann/json.hpp>
+
+#include "batched/residuals.hpp"
 #include "batched/vbatched.hpp"
+#include "cli_runner.hpp"
+#include "codelets/codelets.hpp"
 #include "common/blas.hpp"
 #include "common/error.hpp"
 #include "test_support.hpp"
@@ -348,6 +355,420 @@ TEST(VBatchedHostArguments, CheckedBeforeAnyWork) {
     std::vector<int> zeros(3, 0), ones(3, 1);
     EXPECT_EQ(vpotrf(zeros.data(), A.data(), ones.data(), info.data(), 3), 0);
     EXPECT_EQ(info, std::vector<int>(3, 0));
+}
+
+// ---- QR on the host path: vgeqrf against LAPACKE, vgels's residuals and infos ---------------
+
+int lapacke_geqrf(int m, int n, float* a, int lda, float* tau) {
+    return LAPACKE_sgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
+}
+int lapacke_geqrf(int m, int n, double* a, int lda, double* tau) {
+    return LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
+}
+
+/// Shapes of a QR batch: m, n in [0, nmax] (wide ones included unless tall), 0 and 1 present.
+void draw_shapes(int nmax, int count, bool tall, std::uint64_t seed, std::vector<int>& m, std::vector<int>& n) {
+    std::mt19937_64 rng(seed);
+    m.assign(count, 0);
+    n.assign(count, 0);
+    for (int b = 0; b < count; ++b) {
+        n[b] = static_cast<int>(rng() % (nmax + 1));
+        m[b] = tall ? n[b] + static_cast<int>(rng() % (nmax / 2 + 1)) : static_cast<int>(rng() % (nmax + 1));
+    }
+    if (count > 6) {
+        m[1] = n[1] = 0;
+        m[2] = 5, n[2] = 0;
+        m[3] = tall ? 1 : 0, n[3] = tall ? 0 : 4;
+        m[4] = n[4] = 1;
+        m[5] = 1, n[5] = tall ? 1 : 7;
+    }
+}
+
+TYPED_TEST(VBatchedHost, QrAgainstLapack) {
+    using T = TypeParam;
+    const int count = 90;
+    std::vector<int> m, n;
+    draw_shapes(70, count, false, this->seed(), m, n);
+    std::vector<int> lda(count);
+    std::vector<HostMatrix<T>> A;
+    std::vector<std::vector<T>> tau(count);
+    for (int b = 0; b < count; ++b) {
+        lda[b] = std::max(1, m[b] + b % 3);
+        A.push_back(random_matrix<T>(m[b], n[b], lda[b], this->seed() + 13ULL * b));
+        tau[b].assign(std::max(1, std::min(m[b], n[b])), nan<T>());
+    }
+    auto F = A;
+    std::vector<T*> pf, pt;
+    for (int b = 0; b < count; ++b) {
+        pf.push_back(F[b].ptr());
+        pt.push_back(tau[b].data());
+    }
+    batched::vgeqrf<T>(m.data(), n.data(), pf.data(), lda.data(), pt.data(), count);
+    openblas_set_num_threads(1);  // the reference rounds as the path's one-thread LAPACKE
+    for (int b = 0; b < count; ++b) {
+        auto R = A[b];
+        std::vector<T> rtau(std::max(1, std::min(m[b], n[b])), nan<T>());
+        if (m[b] > 0 && n[b] > 0) {
+            ASSERT_EQ(lapacke_geqrf(m[b], n[b], R.ptr(), R.ld, rtau.data()), 0);
+        }
+        EXPECT_EQ(std::memcmp(R.ptr(), F[b].ptr(), R.data.size() * sizeof(T)), 0) << "matrix " << b;
+        EXPECT_EQ(std::memcmp(rtau.data(), tau[b].data(), rtau.size() * sizeof(T)), 0) << "matrix " << b;
+        if (m[b] >= n[b] && n[b] > 0) {
+            ASSERT_PRED_FORMAT1(ResidualPasses, batched::residuals::geqrf(m[b], n[b], A[b].ptr(), A[b].ld, F[b].ptr(),
+                                                                          F[b].ld, tau[b].data()))
+                << "matrix " << b << " (" << m[b] << " x " << n[b] << ")";
+        }
+    }
+}
+
+// vgels on tall shapes (m >= n, 0 and 1 included): zero columns planted (R(k,k) = 0 exactly:
+// info k, B untouched), every other matrix's least-squares residual below 30.
+TYPED_TEST(VBatchedHost, LeastSquaresWithPlantedFailures) {
+    using T = TypeParam;
+    const int count = 80, nrhs = 3;
+    std::vector<int> m, n;
+    draw_shapes(60, count, true, this->seed(), m, n);
+    std::vector<int> lda(count), ldb(count), expected(count, 0);
+    std::vector<HostMatrix<T>> A, B;
+    std::vector<std::vector<T>> tau(count);
+    for (int b = 0; b < count; ++b) {
+        if (b % 9 == 8) n[b] = std::max(n[b], 3), m[b] = std::max(m[b], n[b]);
+        lda[b] = std::max(1, m[b] + b % 2);
+        ldb[b] = std::max(1, m[b] + (b + 1) % 3);
+        A.push_back(random_matrix<T>(m[b], n[b], lda[b], this->seed() + 17ULL * b));
+        B.push_back(random_matrix<T>(m[b], nrhs, ldb[b], this->seed() + 19ULL * b + 1));
+        tau[b].assign(std::max(1, n[b]), nan<T>());
+        if (b % 9 == 8) {  // column k-1 zero: R(k-1, k-1) is exactly zero (the reflectors before it keep it zero)
+            const int k = 1 + b % n[b];
+            for (int i = 0; i < m[b]; ++i) A[b](i, k - 1) = T(0);
+            expected[b] = k;
+        }
+    }
+    auto F = A;
+    auto X = B;
+    std::vector<T*> pf, pt, px;
+    for (int b = 0; b < count; ++b) {
+        pf.push_back(F[b].ptr());
+        pt.push_back(tau[b].data());
+        px.push_back(X[b].ptr());
+    }
+    std::vector<int> info(count, -7);
+    const int failed =
+        batched::vgels<T>(m.data(), n.data(), nrhs, pf.data(), lda.data(), pt.data(), px.data(), ldb.data(),
+                          info.data(), count);
+    EXPECT_EQ(failed, static_cast<int>(std::count_if(expected.begin(), expected.end(), [](int i) { return i != 0; })));
+    EXPECT_EQ(info, expected);
+    for (int b = 0; b < count; ++b) {
+        EXPECT_EQ(non_nan_in_padding(X[b]), 0) << "matrix " << b;
+        if (expected[b] != 0 || n[b] == 0) {
+            EXPECT_EQ(std::memcmp(X[b].ptr(), B[b].ptr(), B[b].data.size() * sizeof(T)), 0) << "matrix " << b;
+            continue;
+        }
+        ASSERT_PRED_FORMAT1(ResidualPasses, batched::residuals::least_squares(m[b], n[b], nrhs, A[b].ptr(), A[b].ld,
+                                                                              X[b].ptr(), X[b].ld, B[b].ptr(),
+                                                                              B[b].ld))
+            << "matrix " << b << " (" << m[b] << " x " << n[b] << ")";
+    }
+}
+
+TEST(VBatchedHostArguments, QrCheckedBeforeAnyWork) {
+    std::vector<int> m{4, 0, 3}, n{3, 2, 3}, lda{4, 1, 3}, ldb{4, 1, 3};
+    std::vector<double> a0(12, 1.0), a2(9, 1.0), b0(4, 2.0), b2(3, 2.0), t0(3, 5.0), t2(3, 5.0);
+    std::vector<double*> A{a0.data(), nullptr, a2.data()}, B{b0.data(), nullptr, b2.data()},
+        tau{t0.data(), nullptr, t2.data()};
+    std::vector<int> info(3, -9);
+    auto named = [&](const std::string& arg, auto&& call) {
+        try {
+            call();
+            ADD_FAILURE() << "no ArgumentError for '" << arg << "'";
+        } catch (const ArgumentError& e) {
+            EXPECT_EQ(e.argument(), arg) << e.what();
+        }
+    };
+    auto geqrf = [&] { batched::vgeqrf<double>(m.data(), n.data(), A.data(), lda.data(), tau.data(), 3); };
+    auto gels = [&](int nrhs) {
+        return batched::vgels<double>(m.data(), n.data(), nrhs, A.data(), lda.data(), tau.data(), B.data(), ldb.data(),
+                                      info.data(), 3);
+    };
+    named("count", [&] { batched::vgeqrf<double>(m.data(), n.data(), A.data(), lda.data(), tau.data(), -1); });
+    named("m", [&] { batched::vgeqrf<double>(nullptr, n.data(), A.data(), lda.data(), tau.data(), 3); });
+    named("tau", [&] { batched::vgeqrf<double>(m.data(), n.data(), A.data(), lda.data(), nullptr, 3); });
+    named("info", [&] {
+        batched::vgels<double>(m.data(), n.data(), 1, A.data(), lda.data(), tau.data(), B.data(), ldb.data(), nullptr,
+                               3);
+    });
+    named("nrhs", [&] { gels(-1); });
+    m[2] = -1;
+    named("m", geqrf);
+    m[2] = 3;
+    n[0] = -2;
+    named("n", geqrf);
+    n[0] = 3;
+    lda[2] = 2;
+    named("lda", geqrf);
+    lda[2] = 3;
+    tau[2] = nullptr;
+    named("tau", geqrf);
+    tau[2] = t2.data();
+    A[0] = nullptr;
+    named("A", geqrf);
+    A[0] = a0.data();
+    n[1] = 0;  // 0 x 2 is fine for geqrf, not for least squares
+    m[0] = 2;  // 2 x 3: fine for geqrf (lda 4 >= 2), not for least squares
+    named("m", [&] { gels(1); });
+    m[0] = 4;
+    ldb[0] = 3;
+    named("ldb", [&] { gels(1); });
+    ldb[0] = 4;
+    B[2] = nullptr;
+    named("B", [&] { gels(1); });
+    EXPECT_EQ(info, std::vector<int>(3, -9));
+    EXPECT_EQ(a0, std::vector<double>(12, 1.0));
+    EXPECT_EQ(b0, std::vector<double>(4, 2.0));
+    EXPECT_EQ(t0, std::vector<double>(3, 5.0));
+    // count 0 needs no arrays.
+    batched::vgeqrf<double>(nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+}
+
+// ---- slices of a variable-size batch: cut by flops -------------------------------------------
+
+TEST(VSliceBounds, CutByFlopsNotCount) {
+    std::mt19937_64 rng(fresh_seed());
+    for (int round = 0; round < 200; ++round) {
+        const int count = static_cast<int>(rng() % 300);
+        const int slices = 1 + static_cast<int>(rng() % 40);
+        std::vector<double> f(count);
+        for (double& x : f) x = rng() % 7 == 0 ? 0.0 : std::pow(static_cast<double>(1 + rng() % 200), 3);
+        const std::vector<int> bounds = batched::tasks::vslice_bounds(f, slices);
+        if (count == 0) {
+            EXPECT_EQ(bounds, std::vector<int>{0});  // no slice
+            continue;
+        }
+        ASSERT_GE(bounds.size(), 2u);
+        EXPECT_EQ(bounds.front(), 0);
+        EXPECT_EQ(bounds.back(), count);
+        EXPECT_LE(static_cast<int>(bounds.size()) - 1, std::min(slices, count));
+        double total = 0, biggest = 0;
+        for (double x : f) total += x, biggest = std::max(biggest, x);
+        for (std::size_t s = 1; s < bounds.size(); ++s) {
+            ASSERT_LT(bounds[s - 1], bounds[s]) << "empty slice " << s;
+            double sum = 0;
+            for (int b = bounds[s - 1]; b < bounds[s]; ++b) sum += f[b];
+            // No slice exceeds its share by more than one matrix.
+            if (total > 0) {
+                EXPECT_LE(sum, total / std::min(slices, count) + biggest + 1e-6 * total);
+            }
+        }
+    }
+    // A skewed batch: one large matrix first gets a slice of its own, the small ones share the rest.
+    std::vector<double> f(100, 1.0);
+    f[0] = 1000.0;
+    const auto b = batched::tasks::vslice_bounds(f, 4);
+    ASSERT_GE(b.size(), 3u);
+    EXPECT_EQ(b[1], 1);
+}
+
+// ---- the StarPU path on CPU workers: the host path's bits -------------------------------------
+
+template <class T>
+class VBatchedTasks : public RuntimeTest {
+protected:
+    void SetUp() override {
+        RuntimeTest::SetUp();
+        openblas_set_num_threads(1);
+    }
+};
+TYPED_TEST_SUITE(VBatchedTasks, Precisions);
+
+template <class T>
+bool same_bytes(const std::vector<HostMatrix<T>>& a, const std::vector<HostMatrix<T>>& b) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].data.size() != b[i].data.size() ||
+            std::memcmp(a[i].data.data(), b[i].data.data(), a[i].data.size() * sizeof(T)) != 0)
+            return false;
+    return true;
+}
+
+template <class T>
+std::vector<T*> ptrs(std::vector<HostMatrix<T>>& v) {
+    std::vector<T*> p;
+    for (auto& M : v) p.push_back(M.ptr());
+    return p;
+}
+
+TYPED_TEST(VBatchedTasks, SlicesGiveTheHostPathsResults) {
+    using T = TypeParam;
+    const codelets::ScopedImpl cpu_only(codelets::Impl::Cpu);  // CUDA workers: test_vbatched_cuda
+    const int count = 61, nrhs = 2;
+    auto n = draw_sizes(true, 90, count, this->seed());
+    n[0] = 0, n[1] = 1, n[2] = 90;
+    std::vector<int> m, qn;
+    draw_shapes(50, count, false, this->seed() + 5, m, qn);
+    std::vector<int> tm = m, tn = qn;  // tall shapes for gels
+    for (int b = 0; b < count; ++b) tm[b] = std::max(tm[b], tn[b]);
+    std::vector<int> lda(count), ldq(count), ldt(count);
+    for (int b = 0; b < count; ++b) {
+        lda[b] = std::max(1, n[b] + b % 2);
+        ldq[b] = std::max(1, m[b] + b % 3);
+        ldt[b] = std::max(1, tm[b] + b % 2);
+    }
+    for (int slices : {0, 1, 3, count}) {
+        for (auto schedule : {batched::Schedule::ssde, batched::Schedule::dsse}) {
+            SCOPED_TRACE(::testing::Message() << "slices = " << slices);
+            const batched::tasks::VTaskOptions opt{slices, schedule};
+            // Cholesky (upper, failures planted) and its solve.
+            std::vector<HostMatrix<T>> S, B;
+            for (int b = 0; b < count; ++b) {
+                S.push_back(b % 10 == 9 && n[b] > 1 ? spd_failing_at<T>(n[b], n[b] / 2 + 1, lda[b], this->seed() + b)
+                                                    : random_spd<T>(n[b], lda[b], this->seed() + b));
+                poison_strict_triangle(S[b], 'L');
+                B.push_back(random_matrix<T>(n[b], nrhs, lda[b], this->seed() + 3ULL * b));
+            }
+            auto hS = S, hB = B;
+            std::vector<int> info(count, -7), hinfo(count, -7);
+            auto ps = ptrs(S), phs = ptrs(hS), pb = ptrs(B), phb = ptrs(hB);
+            const int failed =
+                batched::tasks::vpotrf<T>(Uplo::upper, n.data(), ps.data(), lda.data(), info.data(), count, opt);
+            EXPECT_EQ(failed, batched::vpotrf<T>(Uplo::upper, n.data(), phs.data(), lda.data(), hinfo.data(), count));
+            EXPECT_GT(failed, 0);
+            EXPECT_EQ(info, hinfo);
+            EXPECT_TRUE(same_bytes(S, hS));  // the lower triangle and the padding still NaN
+            std::vector<int> ns = n;
+            for (int b = 0; b < count; ++b)
+                if (info[b] != 0) ns[b] = 0;
+            std::vector<const T*> cs(ps.begin(), ps.end()), chs(phs.begin(), phs.end());
+            batched::tasks::vpotrs<T>(Uplo::upper, ns.data(), nrhs, cs.data(), lda.data(), pb.data(), lda.data(), count,
+                                      opt);
+            batched::vpotrs<T>(Uplo::upper, ns.data(), nrhs, chs.data(), lda.data(), phb.data(), lda.data(), count);
+            EXPECT_TRUE(same_bytes(B, hB));
+            // LU with zero pivots planted, and its solve.
+            std::vector<HostMatrix<T>> L, C;
+            std::vector<std::vector<int>> piv(count), hpiv(count);
+            std::vector<int*> pp, php;
+            for (int b = 0; b < count; ++b) {
+                L.push_back(b % 7 == 3 && n[b] > 0 ? lu_failing_at<T>(n[b], 1 + b % n[b], lda[b], this->seed() + b)
+                                                   : random_matrix<T>(n[b], n[b], lda[b], this->seed() + b));
+                C.push_back(random_matrix<T>(n[b], nrhs, lda[b], this->seed() + 5ULL * b));
+                piv[b].assign(std::max(1, n[b]), -5);
+                hpiv[b].assign(std::max(1, n[b]), -5);
+                pp.push_back(piv[b].data());
+                php.push_back(hpiv[b].data());
+            }
+            auto hL = L, hC = C;
+            auto pl = ptrs(L), phl = ptrs(hL), pc = ptrs(C), phc = ptrs(hC);
+            EXPECT_EQ(batched::tasks::vgetrf<T>(n.data(), pl.data(), lda.data(), pp.data(), info.data(), count, opt),
+                      batched::vgetrf<T>(n.data(), phl.data(), lda.data(), php.data(), hinfo.data(), count));
+            EXPECT_EQ(info, hinfo);
+            EXPECT_EQ(piv, hpiv);
+            EXPECT_TRUE(same_bytes(L, hL));
+            std::vector<const T*> cl(pl.begin(), pl.end()), chl(phl.begin(), phl.end());
+            std::vector<const int*> cp(pp.begin(), pp.end()), chp(php.begin(), php.end());
+            batched::tasks::vgetrs<T>(n.data(), nrhs, cl.data(), lda.data(), cp.data(), pc.data(), lda.data(), count,
+                                      opt);
+            batched::vgetrs<T>(n.data(), nrhs, chl.data(), lda.data(), chp.data(), phc.data(), lda.data(), count);
+            EXPECT_TRUE(same_bytes(C, hC));
+            // QR of any shape, then least squares on tall ones with a zero column planted.
+            std::vector<HostMatrix<T>> Q, G, D;
+            std::vector<std::vector<T>> tau(count), htau(count), gtau(count), hgtau(count);
+            std::vector<T*> pt, pht, pgt, phgt;
+            for (int b = 0; b < count; ++b) {
+                Q.push_back(random_matrix<T>(m[b], qn[b], ldq[b], this->seed() + 7ULL * b));
+                G.push_back(random_matrix<T>(tm[b], tn[b], ldt[b], this->seed() + 11ULL * b));
+                if (b % 5 == 2 && tn[b] > 0)
+                    for (int i = 0; i < tm[b]; ++i) G[b](i, tn[b] - 1) = T(0);
+                D.push_back(random_matrix<T>(tm[b], nrhs, ldt[b], this->seed() + 13ULL * b));
+                tau[b].assign(std::max(1, std::min(m[b], qn[b])), nan<T>());
+                htau[b] = tau[b];
+                gtau[b].assign(std::max(1, tn[b]), nan<T>());
+                hgtau[b] = gtau[b];
+                pt.push_back(tau[b].data());
+                pht.push_back(htau[b].data());
+                pgt.push_back(gtau[b].data());
+                phgt.push_back(hgtau[b].data());
+            }
+            auto hQ = Q, hG = G, hD = D;
+            auto pq = ptrs(Q), phq = ptrs(hQ), pg = ptrs(G), phg = ptrs(hG), pd = ptrs(D), phd = ptrs(hD);
+            batched::tasks::vgeqrf<T>(m.data(), qn.data(), pq.data(), ldq.data(), pt.data(), count, opt);
+            batched::vgeqrf<T>(m.data(), qn.data(), phq.data(), ldq.data(), pht.data(), count);
+            EXPECT_TRUE(same_bytes(Q, hQ));
+            for (int b = 0; b < count; ++b)
+                EXPECT_EQ(std::memcmp(tau[b].data(), htau[b].data(), tau[b].size() * sizeof(T)), 0) << b;
+            const int gf = batched::tasks::vgels<T>(tm.data(), tn.data(), nrhs, pg.data(), ldt.data(), pgt.data(),
+                                                    pd.data(), ldt.data(), info.data(), count, opt);
+            EXPECT_EQ(gf, batched::vgels<T>(tm.data(), tn.data(), nrhs, phg.data(), ldt.data(), phgt.data(), phd.data(),
+                                            ldt.data(), hinfo.data(), count));
+            EXPECT_GT(gf, 0);
+            EXPECT_EQ(info, hinfo);
+            EXPECT_TRUE(same_bytes(G, hG));
+            EXPECT_TRUE(same_bytes(D, hD));
+        }
+    }
+    // Arguments are checked before anything runs, as on the host path.
+    std::vector<int> info(count, -7);
+    std::vector<int> bad = n;
+    bad[4] = -1;
+    try {
+        batched::tasks::vpotrf<T>(Uplo::lower, bad.data(), nullptr, lda.data(), info.data(), count);
+        ADD_FAILURE() << "no ArgumentError";
+    } catch (const ArgumentError& e) {
+        EXPECT_EQ(e.argument(), "A");
+    }
+    EXPECT_EQ(info, std::vector<int>(count, -7));
+}
+
+TEST(VBatchedTasksNoRuntime, RefusesWithoutARuntime) {
+    std::vector<int> n{2}, ld{2}, info{-1};
+    std::vector<double> a{4, 1, 1, 3};
+    std::vector<double*> A{a.data()};
+    EXPECT_THROW(batched::tasks::vpotrf<double>(Uplo::lower, n.data(), A.data(), ld.data(), info.data(), 1),
+                 RuntimeError);
+    EXPECT_EQ(info[0], -1);
+}
+
+// ---- the command line: --sizes through the StarPU path ---------------------------------------
+
+TEST(VBatchedCli, EveryOperationBothSchedules) {
+    for (const std::string op : {"potrf", "potrs", "getrf", "getrs", "geqrf", "gels"})
+        for (const std::string schedule : {"ssde", "dsse"}) {
+            std::vector<std::string> args = {"batched",  "--op",     op,       "--sizes", "skewed:130", "--count",
+                                             "120",      "--nrhs",   "2",      "--check", "--format",   "json",
+                                             "--schedule", schedule, "--slices", "3"};
+            if (op == "gels" || op == "geqrf") args.insert(args.end(), {"--aspect", "1.5"});
+            const auto r = cli::run(args, {"STARPU_NCPU=2", "STARPU_NCUDA=0"});
+            ASSERT_EQ(r.code, 0) << cli::command_line(args) << "\n" << r.describe();
+            int rows = 0;
+            std::istringstream lines(r.out);
+            for (std::string line; std::getline(lines, line);) {
+                const auto j = nlohmann::json::parse(line);
+                if (j.value("record", "") == "config") {
+                    EXPECT_EQ(j.at("schedule"), schedule);
+                }
+                if (j.value("record", "") != "result") continue;
+                ++rows;
+                EXPECT_EQ(j.at("count"), 120);
+                EXPECT_EQ(j.at("failed"), 0);
+                EXPECT_EQ(j.at("slices"), 3);
+                EXPECT_LT(j.at("residual").get<double>(), 30.0);
+                EXPECT_EQ(j.at("nmax"), 130);
+            }
+            EXPECT_EQ(rows, 1) << r.out;
+        }
+    // Usage errors: exit 2 naming the option, StarPU never started.
+    const std::vector<std::vector<std::string>> bad = {
+        {"--op", "potrf", "--sizes", "uniform:10", "--schedule", "fast"},
+        {"--op", "potrf", "--count", "5", "-n", "4", "--schedule", "ssde"},
+        {"--op", "gels", "--sizes", "uniform:10", "--aspect", "0.5"},
+        {"--op", "geqrf", "--count", "5", "-n", "4", "--aspect", "2"},
+    };
+    for (const auto& extra : bad) {
+        std::vector<std::string> args = {"batched"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = cli::run(args);
+        EXPECT_EQ(r.code, 2) << cli::command_line(args) << "\n" << r.describe();
+        EXPECT_TRUE(r.err.find("--schedule") != std::string::npos || r.err.find("--aspect") != std::string::npos)
+            << cli::command_line(args) << "\n" << r.err;
+        EXPECT_TRUE(r.home_untouched);
+    }
 }
 
 }  // namespace
