@@ -68,17 +68,15 @@ void submit_getrf(int ib, starpu_data_handle_t A, starpu_data_handle_t ipiv, sta
                   int worker = -1);
 
 /// LACPY: dst = src (same shape), e.g. the copy of a factored diagonal tile that GESSM reads
-/// so that it need not wait for the TSTRFs that rewrite the U part. invert_l: the trtri + gemm
-/// variant's copy, whose top K x K holds L^{-1} in full (cpu::diag_inverse_copy).
+/// so that it need not wait for the TSTRFs that rewrite the U part.
 template <class T>
-void submit_lacpy(starpu_data_handle_t src, starpu_data_handle_t dst, int priority, int worker = -1,
-                  bool invert_l = false);
+void submit_lacpy(starpu_data_handle_t src, starpu_data_handle_t dst, int priority, int worker = -1);
 
-/// GESSM: A = L^{-1} P A with D's unit lower L and GETRF's pivots (inverse: D is an invert_l
-/// copy and L^{-1} is applied by product).
+/// GESSM: A = L^{-1} P A with D's unit lower L and GETRF's pivots, by a triangular solve (also
+/// in the trtri + gemm variant: docs/design.md says why).
 template <class T>
 void submit_gessm(int ib, starpu_data_handle_t ipiv, starpu_data_handle_t D, starpu_data_handle_t A, int priority,
-                  int worker = -1, bool inverse = false);
+                  int worker = -1);
 
 /// TSTRF: LU of [U; A] (U the diagonal tile's upper triangle); writes L, pivots and local info.
 template <class T>

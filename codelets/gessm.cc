@@ -11,15 +11,15 @@ namespace starfact::codelets {
 namespace {
 struct GessmArgs {
     int ib;
-    bool inverse;  // D's top holds L^{-1} (the trtri + gemm variant)
-    std::uint32_t key() const { return static_cast<std::uint32_t>(ib) * 2u + (inverse ? 1u : 0u); }
+    // 2 ib: the footprint the solve had when an inverse variant (odd keys) existed, so that
+    // earlier model files keep matching.
+    std::uint32_t key() const { return static_cast<std::uint32_t>(ib) * 2u; }
 };
 
 template <class T>
 void gessm_cpu(void* buffers[], void* cl_arg) noexcept {
     const auto a = detail::unpack<GessmArgs>(cl_arg);
-    cpu::gessm(detail::pivots_ptr(buffers[0]), detail::const_tile<T>(buffers[1]), detail::tile<T>(buffers[2]), a.ib,
-               a.inverse);
+    cpu::gessm(detail::pivots_ptr(buffers[0]), detail::const_tile<T>(buffers[1]), detail::tile<T>(buffers[2]), a.ib);
 }
 
 #ifdef STARFACT_HAVE_CUDA
@@ -30,7 +30,7 @@ void gessm_cuda(void* buffers[], void* cl_arg) noexcept {
     const cuda::LuContext ctx = detail::lu_context<T>(A.m, A.n, a.ib);
     if (ctx.work == nullptr && ctx.work_bytes > 0) return record_kernel_error("gessm workspace", 0);
     const cudaError_t e =
-        cuda::gessm(ctx, detail::pivots_ptr(buffers[0]), detail::const_tile<T>(buffers[1]), A, a.ib, a.inverse);
+        cuda::gessm(ctx, detail::pivots_ptr(buffers[0]), detail::const_tile<T>(buffers[1]), A, a.ib);
     if (e != cudaSuccess) record_kernel_error("cuda gessm", e);
 }
 template <class T>
@@ -50,15 +50,13 @@ detail::Codelet& codelet() {
 
 template <class T>
 void submit_gessm(int ib, starpu_data_handle_t ipiv, starpu_data_handle_t D, starpu_data_handle_t A, int priority,
-                  int worker, bool inverse) {
+                  int worker) {
     const double k = static_cast<double>(starpu_matrix_get_nx(A));
     const double n = static_cast<double>(starpu_matrix_get_ny(A));
-    detail::submit(codelet<T>(), {ipiv, D, A}, GessmArgs{ib, inverse}, priority, n * k * k, worker);  // unit-lower trsm
+    detail::submit(codelet<T>(), {ipiv, D, A}, GessmArgs{ib}, priority, n * k * k, worker);  // unit-lower trsm
 }
 
-template void submit_gessm<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int, int,
-                                  bool);
-template void submit_gessm<double>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int, int,
-                                   bool);
+template void submit_gessm<float>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int, int);
+template void submit_gessm<double>(int, starpu_data_handle_t, starpu_data_handle_t, starpu_data_handle_t, int, int);
 
 }  // namespace starfact::codelets

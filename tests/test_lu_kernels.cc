@@ -354,39 +354,6 @@ TYPED_TEST(LuKernels, TstrfWithInversesKeepsTheFactorsAndInvertsL1) {
         }
 }
 
-TYPED_TEST(LuKernels, GessmWithTheInverseCopyMatchesTheSolve) {
-    using T = TypeParam;
-    for (auto [m, K] : {std::pair{1, 1}, {9, 9}, {40, 40}, {45, 31}}) {
-        SCOPED_TRACE(::testing::Message() << "m=" << m << " K=" << K);
-        HostMatrix<T> D = random_matrix<T>(m, K, m + 1, this->seed() + m);
-        std::vector<int> piv(std::min(m, K));
-        ASSERT_EQ(cpu::getrf<T>(D.view(), piv.data(), 8), 0);
-        HostMatrix<T> Dinv(m, K, m + 2);
-        cpu::diag_inverse_copy<T>(D.cview(), Dinv.view());
-        // Below the top K x K (a tall tile): a plain copy; the top is a full unit lower triangle.
-        for (int j = 0; j < K; ++j)
-            for (int i = 0; i < m; ++i) {
-                if (i >= K) {
-                    ASSERT_EQ(Dinv(i, j), D(i, j)) << i << "," << j;
-                } else if (i <= j) {
-                    ASSERT_EQ(Dinv(i, j), i == j ? T(1) : T(0)) << i << "," << j;
-                }
-            }
-        const int n = 7;
-        const HostMatrix<T> A = random_matrix<T>(m, n, m, this->seed() + 2 * m);
-        HostMatrix<T> X = A, Y = A;
-        cpu::gessm<T>(piv.data(), D.cview(), X.view(), 8);
-        cpu::gessm<T>(piv.data(), Dinv.cview(), Y.view(), 8, true);
-        double diff = 0, scale = 0;
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < m; ++i) {
-                diff = std::max(diff, std::abs(static_cast<double>(X(i, j)) - Y(i, j)));
-                scale = std::max(scale, std::abs(static_cast<double>(X(i, j))));
-            }
-        EXPECT_LE(diff, 30.0 * K * std::numeric_limits<T>::epsilon() * std::max(scale, 1.0));
-    }
-}
-
 TYPED_TEST(LuKernels, SsssmOnOriginalPairReproducesTstrf) {
     using T = TypeParam;
     for (PairShape s : kPairs)

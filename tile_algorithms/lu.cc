@@ -47,15 +47,10 @@ public:
     // TSTRFs that rewrite its U part).
     void panel(int k) {
         submit_getrf<T>(F_.ib(), A_(k, k), F_.diag_pivots(k), info_[k], prio_.panel_factor(k), owner(k));
-        if (k + 1 < A_.nt()) submit_lacpy<T>(A_(k, k), D_[k], prio_.panel_factor(k), owner(k), gessm_inverse());
-    }
-    // EXPERIMENT (temporary): STARFACT_LU_GESSM_SOLVE=1 keeps GESSM on its triangular solve.
-    bool gessm_inverse() const {
-        static const bool solve = std::getenv("STARFACT_LU_GESSM_SOLVE") != nullptr;
-        return F_.trtri() && !solve;
+        if (k + 1 < A_.nt()) submit_lacpy<T>(A_(k, k), D_[k], prio_.panel_factor(k), owner(k));
     }
     void row_update(int k, int j) {
-        submit_gessm<T>(F_.ib(), F_.diag_pivots(k), D_[k], A_(k, j), prio_.update(k, j), owner(j), gessm_inverse());
+        submit_gessm<T>(F_.ib(), F_.diag_pivots(k), D_[k], A_(k, j), prio_.update(k, j), owner(j));
     }
     // Eliminate tile (i, k) pairwise against the diagonal tile.
     void eliminate(int k, int i) {

@@ -90,28 +90,14 @@ int getrf(TileView<T> A, int* ipiv, int /*ib: LAPACK's getrf blocks on its own*/
 }
 
 template <class T>
-void gessm(const int* ipiv, TileView<const T> D, TileView<T> A, int /*ib*/, bool inverse) {
+void gessm(const int* ipiv, TileView<const T> D, TileView<T> A, int /*ib*/) {
     const int m = A.m, K = std::min(A.m, D.n);
     if (K == 0 || A.n == 0) return;
     // GETRF's L holds its rows in their final (all swaps applied) order, so all K swaps go
     // first; a swap-solve-update loop per ib block would pair rows with the wrong multipliers.
     laswp_work(A.n, A.data, A.ld, 1, K, ipiv);
-    if (inverse)  // D's top holds L^{-1}: a triangular product instead of the solve
-        blas::trmm('L', 'L', 'N', 'U', K, A.n, T(1), D.data, D.ld, A.data, A.ld);
-    else
-        blas::trsm('L', 'L', 'N', 'U', K, A.n, T(1), D.data, D.ld, A.data, A.ld);
+    blas::trsm('L', 'L', 'N', 'U', K, A.n, T(1), D.data, D.ld, A.data, A.ld);
     if (m > K) blas::gemm('N', 'N', m - K, A.n, K, T(-1), &D(K, 0), D.ld, A.data, A.ld, T(1), &A(K, 0), A.ld);
-}
-
-template <class T>
-void diag_inverse_copy(TileView<const T> src, TileView<T> dst) {
-    for (int j = 0; j < src.n; ++j)
-        for (int i = 0; i < src.m; ++i) dst(i, j) = src(i, j);
-    const int K = std::min(src.m, src.n);
-    if (K == 0) return;
-    for (int c = 0; c < K; ++c)
-        for (int i = 0; i <= c; ++i) dst(i, c) = i == c ? T(1) : T(0);
-    blas::trtri('L', 'U', K, dst.data, dst.ld);  // unit triangular: cannot fail
 }
 
 template <class T>
@@ -176,10 +162,8 @@ void ssssm(TileView<T> A1, TileView<T> A2, TileView<const T> L, TileView<const T
 
 template int getrf<float>(TileView<float>, int*, int);
 template int getrf<double>(TileView<double>, int*, int);
-template void gessm<float>(const int*, TileView<const float>, TileView<float>, int, bool);
-template void gessm<double>(const int*, TileView<const double>, TileView<double>, int, bool);
-template void diag_inverse_copy<float>(TileView<const float>, TileView<float>);
-template void diag_inverse_copy<double>(TileView<const double>, TileView<double>);
+template void gessm<float>(const int*, TileView<const float>, TileView<float>, int);
+template void gessm<double>(const int*, TileView<const double>, TileView<double>, int);
 template int tstrf<float>(TileView<float>, TileView<float>, TileView<float>, int*, int, bool);
 template int tstrf<double>(TileView<double>, TileView<double>, TileView<double>, int*, int, bool);
 template void ssssm<float>(TileView<float>, TileView<float>, TileView<const float>, TileView<const float>,

@@ -38,13 +38,7 @@ int getrf(TileView<T> A, int* ipiv, int ib);
 /// matrix, met when the transformations are applied to a right-hand side), L is m x K
 /// trapezoidal: rows K.. of A are updated by D's rows K.. after the solve of the top K rows.
 template <class T>
-void gessm(const int* ipiv, TileView<const T> D, TileView<T> A, int ib, bool inverse = false);
-
-/// The trtri + gemm variant's copy of a factored diagonal tile for GESSM: dst = src, then dst's
-/// top K x K (K = min(m, n)) becomes L^{-1} in full (ones on the diagonal, zeros above), L being
-/// the unit lower triangle in src's strict lower part. GESSM with `inverse` reads such a copy.
-template <class T>
-void diag_inverse_copy(TileView<const T> src, TileView<T> dst);
+void gessm(const int* ipiv, TileView<const T> D, TileView<T> A, int ib);
 
 /// TSTRF as described above. U: the diagonal tile (K x K at its top is used; it may have more
 /// rows, which are not touched), A: m x K, L: ib x K (2 ib x K with `inverse`; ld >= its rows),

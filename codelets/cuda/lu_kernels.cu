@@ -652,19 +652,7 @@ cudaError_t swap_pairs(const LuContext& ctx, TileView<T> X, TileView<T> Y, const
 }  // namespace
 
 namespace {
-// GESSM's variant multiplies by L^{-1} on chunks of this many columns.
-constexpr int kGessmChunk = 1024;
-
 std::size_t swap_ints_bytes(int ib) { return align_up(sizeof(int) * pair_swap_ints(ib)); }
-
-// GESSM's GEMM buffer comes after laswp's permutation for an m x n tile.
-std::size_t gessm_buffer_offset(int m, int n) { return align_up(sizeof(int) * laswp_ints(std::max(m, n))); }
-
-// invert_unit_lower's scratch for a K x K triangle.
-template <class T>
-std::size_t inversion_scratch_bytes(int K) {
-    return align_up(sizeof(T) * std::max<std::size_t>(1, static_cast<std::size_t>(K) * K / 4));
-}
 
 template <class T>
 std::size_t inverse_buffer_bytes(int ib, int n) {
@@ -728,12 +716,7 @@ std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
     const std::size_t ssssm_bytes = swap_ints_bytes(ib) + inverse_bytes;
     std::size_t tstrf_offset = 0;
     if (tstrf_buffer_offset<T>(solver, params, m, n, ib, &tstrf_offset) != cudaSuccess) return 0;
-    // The variant's GESSM buffer (K x chunk) and the diagonal copy's inversion scratch.
-    const std::size_t gessm_bytes =
-        gessm_buffer_offset(m, n) + align_up(sizeof(T) * static_cast<std::size_t>(std::max(m, 1)) *
-                                             std::max(1, std::min(n, kGessmChunk)));  // K <= m rows
-    return std::max({getrf_bytes, ssssm_bytes, tstrf_offset + inverse_bytes, gessm_bytes,
-                     inversion_scratch_bytes<T>(k)});
+    return std::max({getrf_bytes, ssssm_bytes, tstrf_offset + inverse_bytes});
 }
 
 namespace {
@@ -798,19 +781,7 @@ cudaError_t getrf(const LuContext& ctx, TileView<T> A, int* dipiv, int* dinfo, i
 }
 
 template <class T>
-cudaError_t diag_inverse_copy(const LuContext& ctx, TileView<const T> src, TileView<T> dst) {
-    if (src.m == 0 || src.n == 0) return cudaSuccess;
-    const int K = std::min(src.m, src.n);
-    if (ctx.work == nullptr || ctx.work_bytes < inversion_scratch_bytes<T>(K)) return cudaErrorInvalidValue;
-    cudaError_t err = cudaMemcpy2DAsync(dst.data, sizeof(T) * dst.ld, src.data, sizeof(T) * src.ld, sizeof(T) * src.m,
-                                        src.n, cudaMemcpyDeviceToDevice, ctx.stream);
-    if (err != cudaSuccess) return err;
-    return invert_unit_lower(ctx.blas, ctx.stream, src.sub(0, 0, K, K), dst.sub(0, 0, K, K),
-                             static_cast<T*>(ctx.work));
-}
-
-template <class T>
-cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, TileView<T> A, int ib, bool inverse) {
+cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, TileView<T> A, int ib) {
     // L^{-1} P A block by block equals all of P first, then one solve with the whole unit lower
     // L: GETRF's later swaps already moved the rows of L's earlier columns. So ib is not needed.
     if (ib < 1) return cudaErrorInvalidValue;
@@ -821,18 +792,7 @@ cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, T
     cudaError_t err = laswp(ctx, A, dipiv, K);
     if (err != cudaSuccess) return err;
     TileView<T> top = A.sub(0, 0, K, A.n);
-    if (inverse) {
-        // top = L^{-1} top by GEMMs on column chunks, through the buffer after laswp's permutation.
-        const std::size_t offset = gessm_buffer_offset(A.m, A.n);
-        const int chunk = std::min(A.n, kGessmChunk);
-        if (ctx.work == nullptr || offset + sizeof(T) * static_cast<std::size_t>(K) * chunk > ctx.work_bytes)
-            return cudaErrorInvalidValue;
-        T* W = reinterpret_cast<T*>(static_cast<char*>(ctx.work) + offset);
-        for (int c0 = 0; c0 < A.n && err == cudaSuccess; c0 += chunk)
-            err = apply_inverse(ctx, D.sub(0, 0, K, K), top.sub(0, c0, K, std::min(chunk, A.n - c0)), W);
-    } else {
-        err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), D.sub(0, 0, K, K), top));
-    }
+    err = from_blas(trsm<T>(ctx.blas, 'L', 'L', 'N', 'U', T(1), D.sub(0, 0, K, K), top));
     if (err != cudaSuccess || A.m == K) return err;
     return from_blas(gemm<T>(ctx.blas, 'N', 'N', T(-1), D.sub(K, 0, A.m - K, K), as_const(top), T(1),
                              A.sub(K, 0, A.m - K, A.n)));
@@ -967,17 +927,14 @@ cudaError_t ssssm(const LuContext& ctx, TileView<T> A1, TileView<T> A2, TileView
 
 template std::size_t lu_workspace_bytes<float>(cusolverDnHandle_t, cusolverDnParams_t, int, int, int);
 template cudaError_t getrf<float>(const LuContext&, TileView<float>, int*, int*, int);
-template cudaError_t gessm<float>(const LuContext&, const int*, TileView<const float>, TileView<float>, int, bool);
-template cudaError_t diag_inverse_copy<float>(const LuContext&, TileView<const float>, TileView<float>);
+template cudaError_t gessm<float>(const LuContext&, const int*, TileView<const float>, TileView<float>, int);
 template cudaError_t tstrf<float>(const LuContext&, TileView<float>, TileView<float>, TileView<float>, int*, int*,
                                   int, bool);
 template cudaError_t ssssm<float>(const LuContext&, TileView<float>, TileView<float>, TileView<const float>,
                                   TileView<const float>, const int*, int, bool);
 template std::size_t lu_workspace_bytes<double>(cusolverDnHandle_t, cusolverDnParams_t, int, int, int);
 template cudaError_t getrf<double>(const LuContext&, TileView<double>, int*, int*, int);
-template cudaError_t gessm<double>(const LuContext&, const int*, TileView<const double>, TileView<double>, int,
-                                   bool);
-template cudaError_t diag_inverse_copy<double>(const LuContext&, TileView<const double>, TileView<double>);
+template cudaError_t gessm<double>(const LuContext&, const int*, TileView<const double>, TileView<double>, int);
 template cudaError_t tstrf<double>(const LuContext&, TileView<double>, TileView<double>, TileView<double>, int*,
                                    int*, int, bool);
 template cudaError_t ssssm<double>(const LuContext&, TileView<double>, TileView<double>, TileView<const double>,

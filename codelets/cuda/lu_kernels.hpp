@@ -35,14 +35,8 @@ std::size_t lu_workspace_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
 template <class T>
 cudaError_t getrf(const LuContext& ctx, TileView<T> A, int* dipiv, int* dinfo, int ib);
 
-/// inverse: D is a diag_inverse_copy (its top K x K holds L^{-1} in full): GEMMs, no solve.
 template <class T>
-cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, TileView<T> A, int ib,
-                  bool inverse = false);
-
-/// dst = src with its top K x K replaced by L^{-1} in full, as cpu::diag_inverse_copy.
-template <class T>
-cudaError_t diag_inverse_copy(const LuContext& ctx, TileView<const T> src, TileView<T> dst);
+cudaError_t gessm(const LuContext& ctx, const int* dipiv, TileView<const T> D, TileView<T> A, int ib);
 
 /// inverse: the trtri + gemm variant (see codelets/cpu/lu_kernels.hpp): L has 2 ib rows (at
 /// least ib + min(ib, K), else cudaErrorInvalidValue) and TSTRF also writes each block's L1^{-1}
