@@ -23,12 +23,15 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <type_traits>
+#include <vector>
 
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/trsv_block.cuh"
@@ -299,8 +302,10 @@ void launch_potrs_small(cudaStream_t stream, int n, const T* const* A, View lv, 
 /// X is m x k (view xv), L is k x k lower (view lv), k <= kCut; X is overwritten. One
 /// block per (matrix, RPT * kSolveRows rows of X); RPT rows per thread, in registers, so that
 /// each broadcast entry of L feeds RPT fused multiply-adds. Matrices with a nonzero info (when
-/// info is given) are skipped.
-template <class T, bool kTransL, int RPT>
+/// info is given) are skipped. kStage: X goes through shared memory (coalesced for either
+/// orientation); else (X not transposed, rows contiguous along the threads) each thread loads
+/// and stores its rows directly, coalesced, and the block needs no shared memory for X.
+template <class T, bool kTransL, int RPT, bool kStage>
 __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
                                                                int k, const int* info, int count, int row_blocks) {
     constexpr int K = kCut;
@@ -309,7 +314,7 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
     constexpr int LX = R + 1;
     __shared__ T sL[K * LK];
     __shared__ T sD[K];  // 1 / L(j, j)
-    __shared__ T sX[LX * K];
+    __shared__ T sX[kStage ? LX * K : 1];
 
     const int b = blockIdx.x / row_blocks;
     const int row0 = (blockIdx.x % row_blocks) * R;
@@ -328,20 +333,29 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
         sL[i + j * LK] = val;
         if (i == j) sD[i] = T(1) / val;
     }
+    if constexpr (kStage) {
 #pragma unroll
-    for (int e = tid; e < R * K; e += kSolveRows) {
-        const int i = xv.trans ? e / K : e % R;
-        const int j = xv.trans ? e % K : e / R;
-        const bool in = row0 + i < m && j < k;
-        sX[i + j * LX] = in ? x[xv.idx(row0 + i, j)] : T(0);
+        for (int e = tid; e < R * K; e += kSolveRows) {
+            const int i = xv.trans ? e / K : e % R;
+            const int j = xv.trans ? e % K : e / R;
+            const bool in = row0 + i < m && j < k;
+            sX[i + j * LX] = in ? x[xv.idx(row0 + i, j)] : T(0);
+        }
     }
     __syncthreads();
 
     T xr[RPT][K];
 #pragma unroll
-    for (int p = 0; p < RPT; ++p)
+    for (int p = 0; p < RPT; ++p) {
+        const int row = row0 + tid + p * kSolveRows;
 #pragma unroll
-        for (int j = 0; j < K; ++j) xr[p][j] = sX[tid + p * kSolveRows + j * LX];
+        for (int j = 0; j < K; ++j) {
+            if constexpr (kStage)
+                xr[p][j] = sX[tid + p * kSolveRows + j * LX];
+            else
+                xr[p][j] = (row < m && j < k) ? x[xv.idx(row, j)] : T(0);
+        }
+    }
     if constexpr (kTransL) {
 #pragma unroll
         for (int j = 0; j < K; ++j) {
@@ -369,34 +383,66 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
             }
         }
     }
+    if constexpr (kStage) {
 #pragma unroll
-    for (int p = 0; p < RPT; ++p)
+        for (int p = 0; p < RPT; ++p)
 #pragma unroll
-        for (int j = 0; j < K; ++j) sX[tid + p * kSolveRows + j * LX] = xr[p][j];
-    __syncthreads();
+            for (int j = 0; j < K; ++j) sX[tid + p * kSolveRows + j * LX] = xr[p][j];
+        __syncthreads();
 
 #pragma unroll
-    for (int e = tid; e < R * K; e += kSolveRows) {
-        const int i = xv.trans ? e / K : e % R;
-        const int j = xv.trans ? e % K : e / R;
-        if (row0 + i < m && j < k) x[xv.idx(row0 + i, j)] = sX[i + j * LX];
+        for (int e = tid; e < R * K; e += kSolveRows) {
+            const int i = xv.trans ? e / K : e % R;
+            const int j = xv.trans ? e % K : e / R;
+            if (row0 + i < m && j < k) x[xv.idx(row0 + i, j)] = sX[i + j * LX];
+        }
+    } else {
+#pragma unroll
+        for (int p = 0; p < RPT; ++p) {
+            const int row = row0 + tid + p * kSolveRows;
+            if (row < m) {
+#pragma unroll
+                for (int j = 0; j < K; ++j)
+                    if (j < k) x[xv.idx(row, j)] = xr[p][j];
+            }
+        }
     }
+}
+
+template <class T, bool kTransL, int RPT>
+void launch_trsm_leaf_rows(cudaStream_t stream, bool stage, T* const* X, View xv, const T* const* L, View lv, int m,
+                           int k, const int* info, int count) {
+    const int row_blocks = detail::ceil_div(m, RPT * kSolveRows);
+    const auto blocks = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
+    if (stage)
+        trsm_leaf_kernel<T, kTransL, RPT, true>
+            <<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
+    else
+        trsm_leaf_kernel<T, kTransL, RPT, false>
+            <<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
 }
 
 template <class T, bool kTransL>
 void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
                       const int* info, int count) {
-    // Two rows per thread once there are rows enough to fill the blocks.
-    if (m > kSolveRows) {
-        const int row_blocks = detail::ceil_div(m, 2 * kSolveRows);
-        const long long blocks = static_cast<long long>(row_blocks) * count;
-        trsm_leaf_kernel<T, kTransL, 2>
-            <<<static_cast<unsigned>(blocks), kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
-    } else {
-        const long long blocks = count;
-        trsm_leaf_kernel<T, kTransL, 1>
-            <<<static_cast<unsigned>(blocks), kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, 1);
-    }
+    // Two rows per thread once there are rows enough to fill the blocks (one row per thread
+    // always with STARFACT_BATCHED_TRSM_RPT=1, read once per process: half the shared memory
+    // per block, for the measurement of occupancy against reuse of L's entries).
+    static const bool one_row = [] {
+        const char* s = std::getenv("STARFACT_BATCHED_TRSM_RPT");
+        return s != nullptr && std::strcmp(s, "1") == 0;
+    }();
+    // X not transposed is loaded straight into registers (no staging: a quarter of the shared
+    // memory, more blocks per SM) unless STARFACT_BATCHED_TRSM_STAGE=1 (read once per process).
+    static const bool force_stage = [] {
+        const char* s = std::getenv("STARFACT_BATCHED_TRSM_STAGE");
+        return s != nullptr && std::strcmp(s, "1") == 0;
+    }();
+    const bool stage = xv.trans || force_stage;
+    if (m > kSolveRows && !one_row)
+        launch_trsm_leaf_rows<T, kTransL, 2>(stream, stage, X, xv, L, lv, m, k, info, count);
+    else
+        launch_trsm_leaf_rows<T, kTransL, 1>(stream, stage, X, xv, L, lv, m, k, info, count);
     detail::check_launch("potrf trsm leaf kernel");
 }
 
@@ -548,6 +594,31 @@ __global__ void gemm_pointers_kernel(const T* const* A, long long oa, const T* c
     }
 }
 
+/// Up to kPtrJobs gemms' pointer arrays in one launch (the offsets of a whole recursion are
+/// known before it runs): job g writes pa/pb/pc[g * count + b] = base[b] + offset.
+constexpr int kPtrJobs = 64;
+template <class T>
+struct PtrJobs {
+    const T* const* A[kPtrJobs];
+    const T* const* B[kPtrJobs];
+    T* const* C[kPtrJobs];
+    long long oa[kPtrJobs];
+    long long ob[kPtrJobs];
+    long long oc[kPtrJobs];
+};
+
+template <class T>
+__global__ void gemm_pointers_many_kernel(const PtrJobs<T> jobs, const T** pa, const T** pb, T** pc, int count) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    const int g = blockIdx.y;
+    if (b < count) {
+        const std::size_t o = static_cast<std::size_t>(g) * count + b;
+        pa[o] = jobs.A[g][b] + jobs.oa[g];
+        pb[o] = jobs.B[g][b] + jobs.ob[g];
+        pc[o] = jobs.C[g][b] + jobs.oc[g];
+    }
+}
+
 cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                             const double* alpha, const double* const* A, int lda, const double* const* B, int ldb,
                             const double* beta, double* const* C, int ldc, int count) {
@@ -584,53 +655,178 @@ int split(int n) {
     return kCut * ((blocks + 1) / 2);
 }
 
+/// STARFACT_BATCHED_POTRF_TIMING=1 (read once per process): the recursion times its launches by
+/// kind with CUDA events (synchronizing the stream at the end of each potrf / potrs call) and
+/// prints the totals per kind to stderr when the process exits. For profiling without a
+/// profiler; it adds an event pair per launch.
+class LaunchTiming {
+public:
+    enum Kind { kLeaf, kTrsmLeaf, kSyrkDiag, kGemmTrsm, kGemmSyrk, kPointers, kKinds };
+    static bool on() {
+        static const bool v = [] {
+            const char* s = std::getenv("STARFACT_BATCHED_POTRF_TIMING");
+            return s != nullptr && std::strcmp(s, "1") == 0;
+        }();
+        return v;
+    }
+    void begin(cudaStream_t s) {
+        if (!on()) return;
+        cudaEvent_t e;
+        cudaEventCreate(&e);
+        cudaEventRecord(e, s);
+        open_ = e;
+    }
+    void end(cudaStream_t s, Kind k) {
+        if (!on()) return;
+        cudaEvent_t e;
+        cudaEventCreate(&e);
+        cudaEventRecord(e, s);
+        marks_.push_back({open_, e, k});
+    }
+    ~LaunchTiming() {
+        if (marks_.empty()) return;
+        cudaEventSynchronize(marks_.back().stop);
+        for (const Mark& m : marks_) {
+            float ms = 0;
+            if (cudaEventElapsedTime(&ms, m.start, m.stop) == cudaSuccess) totals()[m.kind] += ms;
+            counts()[m.kind] += 1;
+            cudaEventDestroy(m.start);
+            cudaEventDestroy(m.stop);
+        }
+        static const bool registered = [] { return std::atexit(print) == 0; }();
+        (void)registered;
+    }
+
+private:
+    struct Mark {
+        cudaEvent_t start, stop;
+        Kind kind;
+    };
+    static double* totals() {
+        static double t[kKinds] = {};
+        return t;
+    }
+    static long* counts() {
+        static long c[kKinds] = {};
+        return c;
+    }
+    static void print() {
+        static const char* names[kKinds] = {"potrf leaf", "trsm leaf", "syrk diagonal", "gemm (trsm)", "gemm (syrk)",
+                                            "gemm pointers"};
+        for (int k = 0; k < kKinds; ++k)
+            std::fprintf(stderr, "batched potrf/potrs timing: %-14s %8ld launches %12.3f ms\n", names[k], counts()[k],
+                         totals()[k]);
+    }
+    cudaEvent_t open_{};
+    std::vector<Mark> marks_;
+};
+
 /// The batch-wide recursion: every call is one launch (or two) over all matrices.
+///
+/// The batched gemms' pointer arrays: with `slots` > 1 the recursion is first walked without
+/// launching anything (plan), its gemms' offsets recorded, and every pointer array written by
+/// one launch (per kPtrJobs gemms) before the real walk, which takes gemm g's arrays from slot
+/// g; with one slot each gemm writes its arrays just before it runs (one more launch per gemm).
+/// STARFACT_BATCHED_POTRF_PTRS=each (read once per process) forces the latter, for benchmarks.
 template <class T>
 class Batch {
 public:
-    /// with_gemm: carve the pointer arrays of the batched gemms (solves above kCut, factorizations above kLeafMax).
-    Batch(const Launch& launch, int count, int* info, bool with_gemm) : launch_(launch), count_(count), info_(info) {
-        if (with_gemm) {
+    /// slots: gemm pointer-array slots to carve (0: no gemm; 1: one, rewritten per gemm; else
+    /// at least the number of gemms of the walk, see gemms()).
+    Batch(const Launch& launch, int count, int* info, int slots)
+        : launch_(launch), count_(count), info_(info), slots_(slots) {
+        if (slots > 0) {
             detail::WorkspaceCarver carver(launch);
-            pa_ = carver.take<const T*>(static_cast<std::size_t>(count_));
-            pb_ = carver.take<const T*>(static_cast<std::size_t>(count_));
-            pc_ = carver.take<T*>(static_cast<std::size_t>(count_));
+            const std::size_t e = static_cast<std::size_t>(count_) * static_cast<std::size_t>(slots);
+            pa_ = carver.take<const T*>(e);
+            pb_ = carver.take<const T*>(e);
+            pc_ = carver.take<T*>(e);
         }
     }
 
-    static std::size_t workspace(int count) {
-        return 2 * detail::WorkspaceCarver::round(sizeof(const T*) * count) +
-               detail::WorkspaceCarver::round(sizeof(T*) * count);
+    static std::size_t workspace(int count, int slots) {
+        const std::size_t e = static_cast<std::size_t>(count) * static_cast<std::size_t>(slots);
+        return 2 * detail::WorkspaceCarver::round(sizeof(const T*) * e) + detail::WorkspaceCarver::round(sizeof(T*) * e);
+    }
+
+    /// Number of batched gemms that walk() issues (it is run in planning mode: nothing launched).
+    template <class Walk>
+    static int gemms(Walk&& walk) {
+        const Launch none{};
+        Batch b(none, 1, nullptr, 0);
+        b.planning_ = true;
+        walk(b);
+        return static_cast<int>(b.plan_.size());
+    }
+
+    /// Runs walk(*this) (calls to potrf / trsm), with every gemm pointer array written up front
+    /// when the slots allow it.
+    template <class Walk>
+    void run(Walk&& walk) {
+        if (slots_ > 1) {
+            planning_ = true;
+            plan_.clear();
+            walk(*this);
+            planning_ = false;
+            if (static_cast<int>(plan_.size()) <= slots_) {
+                write_pointers();
+                planned_ = true;
+                next_ = 0;
+            }
+        }
+        walk(*this);
+        planned_ = false;
     }
 
     /// C (m x n) <- C - A op(B): op(B) = B^T (B is n x k) when b_trans, else B (k x n).
     void gemm_minus(T* const* Cp, View c, const T* const* Ap, View a, const T* const* Bp, View bv, bool b_trans, int m,
-                    int n, int k) {
+                    int n, int k, LaunchTiming::Kind kind = LaunchTiming::kGemmTrsm) {
         if (m <= 0 || n <= 0 || k <= 0) return;
-        gemm_pointers_kernel<<<detail::ceil_div(count_, 256), 256, 0, launch_.stream>>>(Ap, a.off, Bp, bv.off, Cp,
-                                                                                        c.off, pa_, pb_, pc_, count_);
-        detail::check_launch("potrf gemm pointers");
+        if (planning_) {
+            plan_.push_back(Job{Ap, Bp, Cp, a.off, bv.off, c.off});
+            return;
+        }
+        const T** pa = pa_;
+        const T** pb = pb_;
+        T** pc = pc_;
+        if (planned_) {
+            const std::size_t o = static_cast<std::size_t>(next_++) * count_;
+            pa += o;
+            pb += o;
+            pc += o;
+        } else {
+            timing_.begin(launch_.stream);
+            gemm_pointers_kernel<<<detail::ceil_div(count_, 256), 256, 0, launch_.stream>>>(Ap, a.off, Bp, bv.off, Cp,
+                                                                                            c.off, pa, pb, pc, count_);
+            detail::check_launch("potrf gemm pointers");
+            timing_.end(launch_.stream, LaunchTiming::kPointers);
+        }
+        timing_.begin(launch_.stream);
         // The operand wanted is V (tr false) or V^T; memory holds V or V^T (trans).
         auto op = [](const View& v, bool tr) { return v.trans != tr ? CUBLAS_OP_T : CUBLAS_OP_N; };
         const T minus_one = T(-1), one = T(1);
         if (!c.trans)
-            detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa_, a.ld,
-                                       pb_, bv.ld, &one, pc_, c.ld, count_),
+            detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa, a.ld,
+                                       pb, bv.ld, &one, pc, c.ld, count_),
                           "cublas gemmBatched");
         else  // memory holds C^T: C^T <- C^T - op(B)^T A^T
-            detail::check(gemm_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, pb_, bv.ld,
-                                       pa_, a.ld, &one, pc_, c.ld, count_),
+            detail::check(gemm_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, pb, bv.ld,
+                                       pa, a.ld, &one, pc, c.ld, count_),
                           "cublas gemmBatched");
+        timing_.end(launch_.stream, kind);
     }
 
     /// X (m x k) <- X L^{-T} (trans_l) or X L^{-1}; L k x k lower.
     void trsm(bool trans_l, T* const* Xp, View x, const T* const* Lp, View l, int m, int k, const int* info) {
         if (m <= 0 || k <= 0) return;
         if (k <= kCut) {
+            if (planning_) return;
+            timing_.begin(launch_.stream);
             if (trans_l)
                 launch_trsm_leaf<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
             else
                 launch_trsm_leaf<T, false>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
+            timing_.end(launch_.stream, LaunchTiming::kTrsmLeaf);
             return;
         }
         const int k1 = split(k), k2 = k - k1;
@@ -649,6 +845,8 @@ public:
     void syrk(T* const* Cp, View c, View a, int n, int k) {
         if (n <= 0 || k <= 0) return;
         rectangles(Cp, c, a, n, k);
+        if (planning_) return;
+        timing_.begin(launch_.stream);
         const int diag_blocks = detail::ceil_div(n, kCut);
         const long long blocks = static_cast<long long>(diag_blocks) * count_;
         if constexpr (std::is_same_v<T, double>)
@@ -658,11 +856,15 @@ public:
             syrk_diag_kernel<T><<<static_cast<unsigned>(blocks), kSyrkThreads, 0, launch_.stream>>>(
                 Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
         detail::check_launch("potrf syrk diagonal kernel");
+        timing_.end(launch_.stream, LaunchTiming::kSyrkDiag);
     }
 
     void potrf(T* const* Ap, View v, int off, int n) {
         if (n <= kLeafMax) {
+            if (planning_) return;
+            timing_.begin(launch_.stream);
             launch_leaf<T>(launch_.stream, n, Ap, v.at(off, off), info_, off, off > 0, count_);
+            timing_.end(launch_.stream, LaunchTiming::kLeaf);
             return;
         }
         const int n1 = split(n), n2 = n - n1;
@@ -677,18 +879,97 @@ private:
     void rectangles(T* const* Cp, View c, View a, int n, int k) {
         if (n <= kCut) return;
         const int n1 = split(n), n2 = n - n1;
-        gemm_minus(Cp, c.at(n1, 0), Cp, a.at(n1, 0), Cp, a, true, n2, n1, k);
+        gemm_minus(Cp, c.at(n1, 0), Cp, a.at(n1, 0), Cp, a, true, n2, n1, k, LaunchTiming::kGemmSyrk);
         rectangles(Cp, c, a, n1, k);
         rectangles(Cp, c.at(n1, n1), a.at(n1, 0), n2, k);
+    }
+
+    struct Job {
+        const T* const* A;
+        const T* const* B;
+        T* const* C;
+        long long oa, ob, oc;
+    };
+
+    void write_pointers() {
+        for (std::size_t g0 = 0; g0 < plan_.size(); g0 += kPtrJobs) {
+            const int jobs = static_cast<int>(std::min<std::size_t>(kPtrJobs, plan_.size() - g0));
+            PtrJobs<T> p{};
+            for (int g = 0; g < jobs; ++g) {
+                const Job& j = plan_[g0 + g];
+                p.A[g] = j.A;
+                p.B[g] = j.B;
+                p.C[g] = j.C;
+                p.oa[g] = j.oa;
+                p.ob[g] = j.ob;
+                p.oc[g] = j.oc;
+            }
+            const std::size_t o = g0 * static_cast<std::size_t>(count_);
+            const dim3 grid(detail::ceil_div(count_, 256), jobs);
+            timing_.begin(launch_.stream);
+            gemm_pointers_many_kernel<T><<<grid, 256, 0, launch_.stream>>>(p, pa_ + o, pb_ + o, pc_ + o, count_);
+            detail::check_launch("potrf gemm pointers (planned)");
+            timing_.end(launch_.stream, LaunchTiming::kPointers);
+        }
     }
 
     const Launch& launch_;
     int count_;
     int* info_;
+    int slots_ = 0;
     const T** pa_ = nullptr;
     const T** pb_ = nullptr;
     T** pc_ = nullptr;
+    bool planning_ = false;
+    bool planned_ = false;
+    int next_ = 0;
+    std::vector<Job> plan_;
+    LaunchTiming timing_;
 };
+
+/// Whether the gemms' pointer arrays are written up front (default) or per gemm
+/// (STARFACT_BATCHED_POTRF_PTRS=each).
+bool planned_pointers() {
+    static const bool planned = [] {
+        const char* s = std::getenv("STARFACT_BATCHED_POTRF_PTRS");
+        return !(s != nullptr && std::strcmp(s, "each") == 0);
+    }();
+    return planned;
+}
+
+/// The walks of potrf (order n > kLeafMax) and of potrs's recursion (order n > kCut).
+template <class T>
+struct PotrfWalk {
+    T* const* A;
+    View v;
+    int n;
+    void operator()(Batch<T>& b) const { b.potrf(A, v, 0, n); }
+};
+template <class T>
+struct PotrsWalk {
+    T* const* B;
+    View x;
+    const T* const* A;
+    View l;
+    int n, nrhs;
+    void operator()(Batch<T>& b) const {
+        b.trsm(true, B, x, A, l, nrhs, n, nullptr);
+        b.trsm(false, B, x, A, l, nrhs, n, nullptr);
+    }
+};
+
+/// Pointer-array slots of potrf / potrs's recursion at order n: one per gemm of the walk
+/// (planned), or one.
+template <class T>
+int potrf_slots(int n) {
+    if (!planned_pointers()) return 1;
+    return std::max(1, Batch<T>::gemms(PotrfWalk<T>{nullptr, make_view(n, false), n}));
+}
+template <class T>
+int potrs_slots(int n, int nrhs) {
+    if (!planned_pointers()) return 1;
+    return std::max(1, Batch<T>::gemms(PotrsWalk<T>{nullptr, make_view(n, true), nullptr, make_view(n, false), n, nrhs}));
+}
 
 // ---- Block solve for orders above kCut --------------------------------------------------------
 
@@ -760,7 +1041,7 @@ PotrsPath forced_potrs_path() {
 template <class T>
 std::size_t potrf_workspace(int n, int count) {
     if (n <= kLeafMax || count <= 0) return 0;
-    return Batch<T>::workspace(count);
+    return Batch<T>::workspace(count, potrf_slots<T>(n));
 }
 
 template <class T>
@@ -777,14 +1058,14 @@ void potrf(const Launch& launch, Uplo uplo, int n, T* const* A, int lda, int* in
         return;
     }
     HostPointerMode mode(launch.cublas);
-    Batch<T> batch(launch, count, info, true);
-    batch.potrf(A, v, 0, n);
+    Batch<T> batch(launch, count, info, potrf_slots<T>(n));
+    batch.run(PotrfWalk<T>{A, v, n});
 }
 
 template <class T>
 std::size_t potrs_workspace(int n, int nrhs, int count) {
     if (n <= kCut || nrhs <= 0 || count <= 0) return 0;
-    return Batch<T>::workspace(count);  // the recursion's; the block kernel needs none
+    return Batch<T>::workspace(count, potrs_slots<T>(n, nrhs));  // the recursion's; the block kernel needs none
 }
 
 template <class T>
@@ -802,10 +1083,9 @@ void potrs(const Launch& launch, Uplo uplo, int n, int nrhs, const T* const* A, 
     if (path != PotrsPath::recursive && (path == PotrsPath::block || nrhs <= kPotrsBlockMaxNrhs) &&
         try_potrs_block<T>(launch.stream, n, nrhs, A, lda, l.trans, B, ldb, count))
         return;
-    Batch<T> batch(launch, count, nullptr, true);
+    Batch<T> batch(launch, count, nullptr, potrs_slots<T>(n, nrhs));
     HostPointerMode mode(launch.cublas);
-    batch.trsm(true, B, x, A, l, nrhs, n, nullptr);
-    batch.trsm(false, B, x, A, l, nrhs, n, nullptr);
+    batch.run(PotrsWalk<T>{B, x, A, l, n, nrhs});
 }
 
 void set_potrs_path(PotrsPath path) {
