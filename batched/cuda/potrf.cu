@@ -425,15 +425,20 @@ void launch_trsm_leaf_rows(cudaStream_t stream, bool stage, T* const* X, View xv
 template <class T, bool kTransL>
 void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
                       const int* info, int count) {
-    // Two rows per thread once there are rows enough to fill the blocks (one row per thread
-    // always with STARFACT_BATCHED_TRSM_RPT=1, read once per process: half the shared memory
-    // per block, for the measurement of occupancy against reuse of L's entries).
+    // One row per thread (64 rows per block). STARFACT_BATCHED_TRSM_RPT=2 (read once per
+    // process) gives two rows per thread once there are more than 64: each broadcast entry of L
+    // feeds two rows, but twice the registers (with X loaded directly) or shared memory (staged)
+    // per block. H100, FP64, 2000 x 512 (commit 463ebb0, where two rows were the default): lower
+    // 9.78 ms with one row against 11.41 (direct) and 10.11 ms (staged) with two; upper 10.12
+    // against 10.30 ms; 1000 x 256 1.19 against 1.36 / 1.19 ms (bench/results/
+    // 2026-11-22-h100-batched-potrf-b5.jsonl).
     static const bool one_row = [] {
         const char* s = std::getenv("STARFACT_BATCHED_TRSM_RPT");
-        return s != nullptr && std::strcmp(s, "1") == 0;
+        return !(s != nullptr && std::strcmp(s, "2") == 0);
     }();
     // X not transposed is loaded straight into registers (no staging: a quarter of the shared
-    // memory, more blocks per SM) unless STARFACT_BATCHED_TRSM_STAGE=1 (read once per process).
+    // memory, more blocks per SM) unless STARFACT_BATCHED_TRSM_STAGE=1 (read once per process;
+    // with one row per thread, 2000 x 512 lower: 9.78 ms direct, staged not measured alone).
     static const bool force_stage = [] {
         const char* s = std::getenv("STARFACT_BATCHED_TRSM_STAGE");
         return s != nullptr && std::strcmp(s, "1") == 0;
