@@ -61,13 +61,17 @@ const std::vector<std::string> kColumns = {"op",
 int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::min(nb, 256) : std::min(nb, 32); }
 
 /// QR's tile size when the user gave 0: with a GPU, 4096 (best at n = 8192-32768 on the H100),
-/// except for tall-skinny matrices (m >= 8 n, n <= 4096): 8192, so that A is one tile column of
-/// tall 8192 x n tiles, each one cuSOLVER geqrf, merged by a short tree (best or near the best
-/// at 32768 x 4096, 65536 x 2048 and 131072 x 1024 on the H100; docs/performance.md, "Tall
-/// tiles"). On CPU cores only, the common default.
+/// except for tall-skinny matrices (m >= 8 n, n <= 4096), which are one tile column:
+/// - up to 2^27 entries (1 GiB in FP64, the size measured): one tile (nb = m), the whole QR one
+///   cuSOLVER geqrf plus the T factors; 0.93-0.96 of cuSOLVER at 32768 x 4096, 65536 x 2048
+///   and 131072 x 1024 on the H100, where the best trees of tall tiles reached 0.77-0.92;
+/// - larger (not measured): tall 8192 x n tiles and the tree, so that no tile outgrows the GPU
+///   (8192 was the trees' best tile size at 32768 x 4096 and 65536 x 2048).
+/// docs/performance.md, "Tall tiles". On CPU cores only, the common default.
 int default_qr_nb(const Runtime& rt, int m, int n) {
     if (rt.ncuda() == 0) return default_nb(rt);
-    return n > 0 && n <= 4096 && m >= 8 * static_cast<long long>(n) ? 8192 : 4096;
+    if (n <= 0 || n > 4096 || m < 8 * static_cast<long long>(n)) return 4096;
+    return static_cast<long long>(m) * n <= (1LL << 27) ? m : 8192;
 }
 
 // The checks run multi-threaded OpenBLAS between factorizations (CPU workers use one thread).
@@ -316,8 +320,8 @@ void add_command(CLI::App& app, Run& run, Op op) {
     if (op == Op::Gels)
         cmd->add_option("--nrhs", opts->nrhs, "Number of right-hand sides")->check(non_negative)->capture_default_str();
     cmd->add_option("--ib", opts->ib,
-                    "Inner block of the kernels; 0 picks 256 with a GPU (and nb 0 picks 4096, or 8192 when\n"
-                    "m >= 8 n and n <= 4096: one column of tall tiles), min(nb, 32) without")
+                    "Inner block of the kernels; 0 picks 256 with a GPU (and nb 0 picks 4096; when m >= 8 n and\n"
+                    "n <= 4096: m, one tile, up to 2^27 entries, else 8192), min(nb, 32) without")
         ->check(non_negative)
         ->capture_default_str();
     cmd->add_option("--tree", tree->tree,
