@@ -135,7 +135,8 @@ int run_host(int count, const HostOptions& opt, int* info, F body) {
 template <class T>
 int vpotrf(Uplo uplo, const int* n, T* const* A, const int* lda, int* info, int count, const HostOptions& opt) {
     vdetail::check({Op::potrf, count, 0, nullptr, n, lda, nullptr, vdetail::erase(A), nullptr, nullptr, nullptr, info});
-    return run_host(count, opt, info, [&](int b) { return n[b] == 0 ? 0 : detail::potrf_one(uplo, n[b], A[b], lda[b]); });
+    return run_host(count, opt, info,
+                    [&](int b) { return n[b] == 0 ? 0 : detail::potrf_one(uplo, n[b], A[b], lda[b]); });
 }
 
 template <class T>
@@ -153,14 +154,15 @@ template <class T>
 int vgetrf(const int* n, T* const* A, const int* lda, int* const* ipiv, int* info, int count, const HostOptions& opt) {
     vdetail::check({Op::getrf, count, 0, nullptr, n, lda, nullptr, vdetail::erase(A), nullptr, vdetail::erase(ipiv),
                     nullptr, info});
-    return run_host(count, opt, info, [&](int b) { return n[b] == 0 ? 0 : detail::getrf_one(n[b], A[b], lda[b], ipiv[b]); });
+    return run_host(count, opt, info,
+                    [&](int b) { return n[b] == 0 ? 0 : detail::getrf_one(n[b], A[b], lda[b], ipiv[b]); });
 }
 
 template <class T>
 void vgetrs(const int* n, int nrhs, const T* const* A, const int* lda, const int* const* ipiv, T* const* B,
             const int* ldb, int count, const HostOptions& opt) {
-    vdetail::check({Op::getrs, count, nrhs, nullptr, n, lda, ldb, vdetail::erase(A), vdetail::erase(B),
-                    vdetail::erase(ipiv)});
+    vdetail::check(
+        {Op::getrs, count, nrhs, nullptr, n, lda, ldb, vdetail::erase(A), vdetail::erase(B), vdetail::erase(ipiv)});
     if (nrhs == 0) return;
     run_host(count, opt, nullptr, [&](int b) {
         if (n[b] > 0) detail::getrs_one(n[b], nrhs, A[b], lda[b], ipiv[b], B[b], ldb[b]);
@@ -178,8 +180,8 @@ void vgeqrf(const int* m, const int* n, T* const* A, const int* lda, T* const* t
 }
 
 template <class T>
-int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B,
-          const int* ldb, int* info, int count, const HostOptions& opt) {
+int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B, const int* ldb,
+          int* info, int count, const HostOptions& opt) {
     vdetail::check({Op::gels, count, nrhs, m, n, lda, ldb, vdetail::erase(A), vdetail::erase(B), nullptr,
                     vdetail::erase(tau), info});
     return run_host(count, opt, info, [&](int b) {
@@ -231,8 +233,8 @@ void vpotrf(Context& ctx, Uplo uplo, Schedule schedule, const VSizes& a_sizes, T
     check_array(info, count, "info");
     if (count == 0) return;
     const cuda::Launch l = launch_of(ctx, cuda::vpotrf_workspace<T>(nmax, count));
-    cuda::vpotrf<T>(l, kernel_uplo(uplo), kernel_schedule(schedule),
-                    nmax, a_sizes.device_n, A, a_sizes.device_ld, info, count);
+    cuda::vpotrf<T>(l, kernel_uplo(uplo), kernel_schedule(schedule), nmax, a_sizes.device_n, A, a_sizes.device_ld, info,
+                    count);
 }
 
 template <class T>
@@ -261,8 +263,7 @@ void vgetrf(Context& ctx, Schedule schedule, const VSizes& a_sizes, T* const* A,
     check_array(info, count, "info");
     if (count == 0) return;
     const cuda::Launch l = launch_of(ctx, cuda::vgetrf_workspace<T>(nmax, count));
-    cuda::vgetrf<T>(l, kernel_schedule(schedule), nmax, a_sizes.device_n,
-                    A, a_sizes.device_ld, ipiv, info, count);
+    cuda::vgetrf<T>(l, kernel_schedule(schedule), nmax, a_sizes.device_n, A, a_sizes.device_ld, ipiv, info, count);
 }
 
 template <class T>
@@ -348,8 +349,7 @@ template void vpotrs<double>(Context&, Uplo, const VSizes&, int, const double* c
                              int);
 #endif
 
-template void vgeqrf<float>(const int*, const int*, float* const*, const int*, float* const*, int,
-                            const HostOptions&);
+template void vgeqrf<float>(const int*, const int*, float* const*, const int*, float* const*, int, const HostOptions&);
 template void vgeqrf<double>(const int*, const int*, double* const*, const int*, double* const*, int,
                              const HostOptions&);
 template int vgels<float>(const int*, const int*, int, float* const*, const int*, float* const*, float* const*,

@@ -61,8 +61,8 @@ void vgeqrf(const int* m, const int* n, T* const* A, const int* lda, T* const* t
 /// and its first n[b] rows <- R^{-1} (that), X. info[b]: 0, or the first k with R(k,k) exactly
 /// zero (B[b] left as it was, as LAPACK's gels). Returns the number of matrices with info != 0.
 template <class T>
-int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B,
-          const int* ldb, int* info, int count, const HostOptions& opt = {});
+int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B, const int* ldb,
+          int* info, int count, const HostOptions& opt = {});
 
 #ifdef STARFACT_HAVE_CUDA
 /// The sizes of a variable-size batch for a GPU call, twice: host arrays, which the call
@@ -129,7 +129,7 @@ void vgels(Context& ctx, Schedule schedule, const VShapes& a_shapes, int nrhs, T
 namespace tasks {
 
 struct VTaskOptions {
-    int slices = 0;                     ///< tasks per batch; 0: default_slices(count)
+    int slices = 0;                      ///< tasks per batch; 0: default_slices(count)
     Schedule schedule = Schedule::dsse;  ///< the kernels' schedule on a CUDA worker
 };
 
@@ -157,8 +157,8 @@ template <class T>
 void vgeqrf(const int* m, const int* n, T* const* A, const int* lda, T* const* tau, int count,
             const VTaskOptions& opt = {});
 template <class T>
-int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B,
-          const int* ldb, int* info, int count, const VTaskOptions& opt = {});
+int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B, const int* ldb,
+          int* info, int count, const VTaskOptions& opt = {});
 
 }  // namespace tasks
 

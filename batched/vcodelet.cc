@@ -518,8 +518,8 @@ int run(Op op, Uplo uplo, int count, int nrhs, const int* m_in, const int* n, co
                 h[L.B] =
                     handles.add(hB.as<T>() + bbase[s], static_cast<std::size_t>(bbase[s + 1] - bbase[s]), sizeof(T));
             if (L.P >= 0)
-                h[L.P] = handles.add(hP.as<char>() + pelem * pbase[s], static_cast<std::size_t>(pbase[s + 1] - pbase[s]),
-                                     pelem);
+                h[L.P] = handles.add(hP.as<char>() + pelem * pbase[s],
+                                     static_cast<std::size_t>(pbase[s + 1] - pbase[s]), pelem);
             if (L.info >= 0) h[L.info] = handles.add(info + lo, static_cast<std::size_t>(cnt), sizeof(int));
             Args args{op, uplo, opt.schedule, nrhs, cnt, 0, 0, 0, 0, 0, 0.0};
             for (int b = lo; b < lo + cnt; ++b) {
@@ -539,7 +539,8 @@ int run(Op op, Uplo uplo, int count, int nrhs, const int* m_in, const int* n, co
     parallel_for(count, [&](int b) {
         const int mb = rows(b), nb = n[b], ld = std::max(1, mb);
         if (a_out && mb > 0 && nb > 0) copy_matrix(mb, nb, packedA(b), ld, A[b], lda[b], tri);
-        if (solve && mb > 0 && nrhs > 0 && (!has_info || info[b] == 0)) copy_matrix(mb, nrhs, packedB(b), ld, B[b], ldb[b]);
+        if (solve && mb > 0 && nrhs > 0 && (!has_info || info[b] == 0))
+            copy_matrix(mb, nrhs, packedB(b), ld, B[b], ldb[b]);
         if (has_p && op != Op::getrs && plen[b] > 0)
             std::memcpy(P[b], packedP(b), pelem * static_cast<std::size_t>(plen[b]));
     });
@@ -607,36 +608,37 @@ int vgetrf(const int* n, T* const* A, const int* lda, int* const* ipiv, int* inf
 template <class T>
 void vgetrs(const int* n, int nrhs, const T* const* A, const int* lda, const int* const* ipiv, T* const* B,
             const int* ldb, int count, const VTaskOptions& opt) {
-    vdetail::check({Op::getrs, count, nrhs, nullptr, n, lda, ldb, vdetail::erase(A), vdetail::erase(B),
-                    vdetail::erase(ipiv)});
+    vdetail::check(
+        {Op::getrs, count, nrhs, nullptr, n, lda, ldb, vdetail::erase(A), vdetail::erase(B), vdetail::erase(ipiv)});
     run<T>(Op::getrs, Uplo::lower, count, nrhs, nullptr, n, lda, ldb, const_cast<T* const*>(A), B, erase_mut(ipiv),
            nullptr, opt);
 }
 
 template <class T>
-void vgeqrf(const int* m, const int* n, T* const* A, const int* lda, T* const* tau, int count, const VTaskOptions& opt) {
+void vgeqrf(const int* m, const int* n, T* const* A, const int* lda, T* const* tau, int count,
+            const VTaskOptions& opt) {
     vdetail::check({Op::geqrf, count, 0, m, n, lda, nullptr, vdetail::erase(A), nullptr, nullptr, vdetail::erase(tau)});
     run<T>(Op::geqrf, Uplo::lower, count, 0, m, n, lda, nullptr, A, nullptr, erase_mut(tau), nullptr, opt);
 }
 
 template <class T>
-int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B,
-          const int* ldb, int* info, int count, const VTaskOptions& opt) {
+int vgels(const int* m, const int* n, int nrhs, T* const* A, const int* lda, T* const* tau, T* const* B, const int* ldb,
+          int* info, int count, const VTaskOptions& opt) {
     vdetail::check({Op::gels, count, nrhs, m, n, lda, ldb, vdetail::erase(A), vdetail::erase(B), nullptr,
                     vdetail::erase(tau), info});
     return run<T>(Op::gels, Uplo::lower, count, nrhs, m, n, lda, ldb, A, B, erase_mut(tau), info, opt);
 }
 
-#define STARFACT_VTASKS(T)                                                                                          \
-    template int vpotrf<T>(Uplo, const int*, T* const*, const int*, int*, int, const VTaskOptions&);                \
-    template void vpotrs<T>(Uplo, const int*, int, const T* const*, const int*, T* const*, const int*, int,         \
-                            const VTaskOptions&);                                                                   \
-    template int vgetrf<T>(const int*, T* const*, const int*, int* const*, int*, int, const VTaskOptions&);         \
-    template void vgetrs<T>(const int*, int, const T* const*, const int*, const int* const*, T* const*, const int*, \
-                            int, const VTaskOptions&);                                                              \
-    template void vgeqrf<T>(const int*, const int*, T* const*, const int*, T* const*, int, const VTaskOptions&);    \
-    template int vgels<T>(const int*, const int*, int, T* const*, const int*, T* const*, T* const*, const int*,     \
-                          int*, int, const VTaskOptions&);
+#define STARFACT_VTASKS(T)                                                                                            \
+    template int vpotrf<T>(Uplo, const int*, T* const*, const int*, int*, int, const VTaskOptions&);                  \
+    template void vpotrs<T>(Uplo, const int*, int, const T* const*, const int*, T* const*, const int*, int,           \
+                            const VTaskOptions&);                                                                     \
+    template int vgetrf<T>(const int*, T* const*, const int*, int* const*, int*, int, const VTaskOptions&);           \
+    template void vgetrs<T>(const int*, int, const T* const*, const int*, const int* const*, T* const*, const int*,   \
+                            int, const VTaskOptions&);                                                                \
+    template void vgeqrf<T>(const int*, const int*, T* const*, const int*, T* const*, int, const VTaskOptions&);      \
+    template int vgels<T>(const int*, const int*, int, T* const*, const int*, T* const*, T* const*, const int*, int*, \
+                          int, const VTaskOptions&);
 STARFACT_VTASKS(float)
 STARFACT_VTASKS(double)
 #undef STARFACT_VTASKS

@@ -30,6 +30,7 @@
 #include "batched/residuals.hpp"
 #include "batched/vbatched.hpp"
 #include "bench/bench_common.hpp"
+#include "bench/bench_vbatched_common.hpp"
 #include "common/matgen.hpp"
 #include "common/parallel.hpp"
 
@@ -39,31 +40,9 @@ namespace bc = starfact::batched::cuda;
 
 constexpr int kSources = 16;  // distinct uniform matrices of order NMAX; matrix b is a leading block of one
 
-std::vector<int> draw_sizes(const std::string& dist, int nmax, int count, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::vector<int> n(count);
-    for (int b = 0; b < count; ++b)
-        n[b] = dist == "skewed" ? (rng() % 100 == 0 ? nmax : 1 + static_cast<int>(rng() % std::max(1, nmax / 10)))
-                                : 1 + static_cast<int>(rng() % nmax);
-    return n;
-}
-
-template <class T>
-T* device_alloc(std::size_t elements) {
-    T* p = nullptr;
-    bench::check(cudaMalloc(&p, sizeof(T) * std::max<std::size_t>(elements, 1)), "cudaMalloc");
-    return p;
-}
-
-std::vector<int> download(const int* d, std::size_t count) {
-    std::vector<int> h(count);
-    bench::check(cudaMemcpy(h.data(), d, sizeof(int) * count, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    return h;
-}
-
-int nonzero(const std::vector<int>& v) {
-    return static_cast<int>(std::count_if(v.begin(), v.end(), [](int x) { return x != 0; }));
-}
+using bench::vbatched::device_alloc;
+using bench::vbatched::draw_sizes;
+using bench::vbatched::nonzero;
 
 }  // namespace
 
@@ -144,7 +123,7 @@ int main(int argc, char** argv) {
                 std::vector<double> f(total);
                 bench::check(cudaMemcpy(f.data(), d_work, sizeof(double) * total, cudaMemcpyDeviceToHost),
                              "cudaMemcpy");
-                const auto piv = download(d_piv, poff[count]);
+                const auto piv = bench::vbatched::download(d_piv, poff[count]);
                 std::vector<int> pick;
                 int big = 0;
                 for (int b = 0; b < count; ++b)
@@ -184,7 +163,7 @@ int main(int argc, char** argv) {
                 const double t = bench::time_on_device(reps, restore, [&] {
                     bc::vgetrf<double>(launch, s, nmax, d_n, d_ptrs, d_ld, d_pptrs, d_info, count);
                 });
-                const int fail = nonzero(download(d_info, count));
+                const int fail = nonzero(bench::vbatched::download(d_info, count));
                 record("vgetrf", s == bc::Schedule::ssde ? "starfact_ssde" : "starfact_dsse", t, flops,
                        {{"failed", fail}, {"residual_max_sampled", residual()}});
             }
@@ -242,12 +221,14 @@ int main(int argc, char** argv) {
                 const double tp = bench::time_on_device(reps, pad_restore, [&] {
                     bc::getrf<double>(fl, nmax, d_pad_ptrs, nmax, d_pad_piv, d_info, count);
                 });
-                record("vgetrf", "padded_fixed", tp, flops, {{"failed", nonzero(download(d_info, count))}});
+                record("vgetrf", "padded_fixed", tp, flops,
+                       {{"failed", nonzero(bench::vbatched::download(d_info, count))}});
                 const double tc = bench::time_on_device(reps, pad_restore, [&] {
                     bench::check(cublasDgetrfBatched(blas, nmax, d_pad_ptrs, nmax, d_pad_piv, d_info, count),
                                  "cublasDgetrfBatched");
                 });
-                record("vgetrf", "padded_cublas", tc, flops, {{"failed", nonzero(download(d_info, count))}});
+                record("vgetrf", "padded_cublas", tc, flops,
+                       {{"failed", nonzero(bench::vbatched::download(d_info, count))}});
                 const int ceq =
                     std::max(1, std::min(count, static_cast<int>(std::lround(n3 / (double(nmax) * nmax * nmax)))));
                 const double te = bench::time_on_device(
@@ -270,7 +251,8 @@ int main(int argc, char** argv) {
                         bench::check(cusolverDnDgetrf(solver, n[b], n[b], p[b], ld[b], d_lw, pp[b], d_info + b),
                                      "cusolverDnDgetrf");
                 });
-                record("vgetrf", "cusolver_loop", tl, flops, {{"failed", nonzero(download(d_info, count))}});
+                record("vgetrf", "cusolver_loop", tl, flops,
+                       {{"failed", nonzero(bench::vbatched::download(d_info, count))}});
                 cudaFree(d_lw);
             }
 

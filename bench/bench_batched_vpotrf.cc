@@ -28,6 +28,7 @@
 #include "batched/cuda/vbatched_kernels.hpp"
 #include "batched/vbatched.hpp"
 #include "bench/bench_common.hpp"
+#include "bench/bench_vbatched_common.hpp"
 #include "common/blas.hpp"
 #include "common/checks.hpp"
 #include "common/matgen.hpp"
@@ -39,31 +40,9 @@ namespace bc = starfact::batched::cuda;
 
 constexpr int kSources = 16;  // distinct SPD matrices of order NMAX; matrix b is a leading block of one
 
-std::vector<int> draw_sizes(const std::string& dist, int nmax, int count, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::vector<int> n(count);
-    for (int b = 0; b < count; ++b)
-        n[b] = dist == "skewed" ? (rng() % 100 == 0 ? nmax : 1 + static_cast<int>(rng() % std::max(1, nmax / 10)))
-                                : 1 + static_cast<int>(rng() % nmax);
-    return n;
-}
-
-template <class T>
-T* device_alloc(std::size_t elements) {
-    T* p = nullptr;
-    bench::check(cudaMalloc(&p, sizeof(T) * std::max<std::size_t>(elements, 1)), "cudaMalloc");
-    return p;
-}
-
-std::vector<int> infos(const int* d, int count) {
-    std::vector<int> h(count);
-    bench::check(cudaMemcpy(h.data(), d, sizeof(int) * count, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    return h;
-}
-
-int nonzero(const std::vector<int>& v) {
-    return static_cast<int>(std::count_if(v.begin(), v.end(), [](int x) { return x != 0; }));
-}
+using bench::vbatched::device_alloc;
+using bench::vbatched::draw_sizes;
+using bench::vbatched::nonzero;
 
 }  // namespace
 
@@ -168,7 +147,7 @@ int main(int argc, char** argv) {
                 const double t = bench::time_on_device(reps, restore, [&] {
                     bc::vpotrf<double>(launch, bc::Uplo::lower, s, nmax, d_n, d_ptrs, d_ld, d_info, count);
                 });
-                const int fail = nonzero(infos(d_info, count));
+                const int fail = nonzero(bench::vbatched::download(d_info, count));
                 record(s == bc::Schedule::ssde ? "starfact_ssde" : "starfact_dsse", t, flops,
                        {{"failed", fail}, {"residual_largest", residual('L')}});
             }
@@ -178,7 +157,8 @@ int main(int argc, char** argv) {
                                        count);
                 });
                 record("starfact_dsse_upper", t, flops,
-                       {{"failed", nonzero(infos(d_info, count))}, {"residual_largest", residual('U')}});
+                       {{"failed", nonzero(bench::vbatched::download(d_info, count))},
+                        {"residual_largest", residual('U')}});
             }
 
             // Padded to nmax (identity outside each matrix), fixed-size potrf.
@@ -213,7 +193,7 @@ int main(int argc, char** argv) {
                 const double tp = bench::time_on_device(reps, pad_restore, [&] {
                     bc::potrf<double>(fl, bc::Uplo::lower, nmax, d_pad_ptrs, nmax, d_info, count);
                 });
-                record("padded_fixed", tp, flops, {{"failed", nonzero(infos(d_info, count))}});
+                record("padded_fixed", tp, flops, {{"failed", nonzero(bench::vbatched::download(d_info, count))}});
                 // Fixed-size on as many nmax matrices as carry the same flops.
                 const int ceq =
                     std::max(1, std::min(count, static_cast<int>(std::lround(n3 / (double(nmax) * nmax * nmax)))));
@@ -240,7 +220,7 @@ int main(int argc, char** argv) {
                                                           lwork, d_info + b),
                                          "cusolverDnDpotrf");
                 });
-                record("cusolver_loop", tl, flops, {{"failed", nonzero(infos(d_info, count))}});
+                record("cusolver_loop", tl, flops, {{"failed", nonzero(bench::vbatched::download(d_info, count))}});
                 cudaFree(d_lw);
             }
 

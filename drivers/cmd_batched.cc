@@ -49,7 +49,7 @@ struct BatchedOptions {
     std::string schedule = "dsse";   ///< --schedule (with --sizes): ssde or dsse
     double aspect = 1.0;             ///< --aspect (geqrf, gels with --sizes): m[b] = ceil(aspect n[b])
     bool schedule_given = false, aspect_given = false;
-    std::string trace_file;          ///< --trace: the slice tasks of every iteration, one CSV line each
+    std::string trace_file;  ///< --trace: the slice tasks of every iteration, one CSV line each
     bool m_given = false, n_given = false, count_given = false, nrhs_given = false;
 };
 
@@ -121,14 +121,14 @@ void copy_in(const io::Dense<T>& d, T* dst, int ld, long long s) {
 /// Every failing matrix and its info, after the run: comment lines (table, CSV) or one JSON
 /// object per matrix ("record": "failure").
 void print_failures(const BatchedOptions& o, const int* info, int count) {
-    const char* what = o.op == "getrf" || o.op == "getrs"   ? "U(k,k) is exactly zero"
-                       : o.op == "gels"                     ? "R(k,k) is exactly zero, B left as it was"
-                                                            : "the leading minor of order k is not positive";
+    const char* what = o.op == "getrf" || o.op == "getrs" ? "U(k,k) is exactly zero"
+                       : o.op == "gels"                   ? "R(k,k) is exactly zero, B left as it was"
+                                                          : "the leading minor of order k is not positive";
     for (const batched::Failure& f : batched::failures(info, count)) {
         if (parse_format(o.format) == Format::Json)
-            fmt::print("{}\n", nlohmann::ordered_json{{"record", "failure"}, {"op", o.op}, {"index", f.index},
-                                                      {"info", f.info}}
-                                   .dump());
+            fmt::print("{}\n",
+                       nlohmann::ordered_json{{"record", "failure"}, {"op", o.op}, {"index", f.index}, {"info", f.info}}
+                           .dump());
         else
             fmt::print("# failure: matrix {} info {} ({}, k = {})\n", f.index, f.info, what, f.info);
     }
@@ -354,26 +354,29 @@ void check_file_options(const BatchedOptions& o) {
     if (o.input.empty()) {
         if (!o.rhs.empty()) throw ArgumentError("--rhs", fmt::format("'{}' needs --input (the matrices)", o.rhs));
         if (!o.output.empty())
-            throw ArgumentError("--output", fmt::format("'{}' needs --input (a generated batch is not written)",
-                                                        o.output));
+            throw ArgumentError("--output",
+                                fmt::format("'{}' needs --input (a generated batch is not written)", o.output));
     } else {
         const std::pair<bool, const char*> given[] = {
             {o.count_given, "--count"}, {o.n_given, "-n"}, {o.m_given, "-m"}, {o.nrhs_given, "--nrhs"}};
         for (const auto& [g, name] : given)
-            if (g) throw ArgumentError(name, fmt::format("given with --input '{}': the sizes come from the files",
-                                                         o.input));
+            if (g)
+                throw ArgumentError(name,
+                                    fmt::format("given with --input '{}': the sizes come from the files", o.input));
         if (is_solve(o.op) && o.rhs.empty())
             throw ArgumentError("--rhs", fmt::format("--op {} with --input needs the right-hand sides (--rhs FILE, a "
-                                                     "batch of as many matrices as --input)", o.op));
+                                                     "batch of as many matrices as --input)",
+                                                     o.op));
         if (!is_solve(o.op) && !o.rhs.empty())
             throw ArgumentError("--rhs", fmt::format("'{}': --op {} takes no right-hand sides", o.rhs, o.op));
     }
     if (o.sizes.empty() && o.schedule_given)
-        throw ArgumentError("--schedule", fmt::format("'{}' needs --sizes (the schedule of the variable-size kernels)",
-                                                      o.schedule));
+        throw ArgumentError("--schedule",
+                            fmt::format("'{}' needs --sizes (the schedule of the variable-size kernels)", o.schedule));
     if (o.aspect_given && (o.sizes.empty() || !is_qr(o.op)))
-        throw ArgumentError("--aspect", fmt::format("{}: only geqrf and gels with --sizes take an aspect, not --op {}{}",
-                                                    o.aspect, o.op, o.sizes.empty() ? " without --sizes" : ""));
+        throw ArgumentError("--aspect",
+                            fmt::format("{}: only geqrf and gels with --sizes take an aspect, not --op {}{}", o.aspect,
+                                        o.op, o.sizes.empty() ? " without --sizes" : ""));
     if (!o.sizes.empty() && (o.n_given || o.m_given))
         throw ArgumentError(o.n_given ? "-n" : "-m", fmt::format("given with --sizes '{}'", o.sizes));
     if (!o.sizes.empty() && !o.trace_file.empty())
@@ -422,8 +425,9 @@ BatchFiles<T> load_batch_files(BatchedOptions& o) {
                                                      "matrices",
                                                      o.rhs, b.count, o.input, a.count));
         if (b.m != a.m)
-            throw ArgumentError("--rhs", fmt::format("'{}' has {} rows per matrix, the matrices of --input '{}' have {}",
-                                                     o.rhs, b.m, o.input, a.m));
+            throw ArgumentError(
+                "--rhs", fmt::format("'{}' has {} rows per matrix, the matrices of --input '{}' have {}", o.rhs, b.m,
+                                     o.input, a.m));
         o.nrhs = b.n;
     }
     if (!o.output.empty()) {
@@ -472,11 +476,12 @@ std::vector<int> draw_sizes(const BatchedOptions& o, std::uint64_t seed) {
         return n;
     }
     int nmax = 0;
-    const bool numeric = !value.empty() && value.size() <= 9 && value.find_first_not_of("0123456789") == std::string::npos;
+    const bool numeric =
+        !value.empty() && value.size() <= 9 && value.find_first_not_of("0123456789") == std::string::npos;
     if (numeric) nmax = std::stoi(value);
     if ((kind != "uniform" && kind != "skewed") || nmax < 1)
-        throw ArgumentError("--sizes", fmt::format("'{}': expected uniform:NMAX, skewed:NMAX (NMAX >= 1) or file:PATH",
-                                                   o.sizes));
+        throw ArgumentError("--sizes",
+                            fmt::format("'{}': expected uniform:NMAX, skewed:NMAX (NMAX >= 1) or file:PATH", o.sizes));
     std::mt19937_64 rng(seed);
     const auto in_range = [&](int hi) { return 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(hi)); };
     n.resize(static_cast<std::size_t>(o.count));
@@ -491,8 +496,8 @@ std::vector<int> draw_sizes(const BatchedOptions& o, std::uint64_t seed) {
     return n;
 }
 
-const std::vector<std::string> kVColumns = {"op",     "prec",   "count",  "sizes",    "nmax",   "nrhs",  "uplo",
-                                            "slices", "iter",   "time_s", "gflops",   "residual", "failed", "status"};
+const std::vector<std::string> kVColumns = {"op",     "prec", "count",  "sizes",  "nmax",     "nrhs",   "uplo",
+                                            "slices", "iter", "time_s", "gflops", "residual", "failed", "status"};
 
 template <class T>
 int run_vbatched(const BatchedOptions& o) {
@@ -519,17 +524,19 @@ int run_vbatched(const BatchedOptions& o) {
     const double need = (4.0 * static_cast<double>(offA[count]) + 3.0 * static_cast<double>(offB[count])) * elem;
     const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     if (need > have)
-        throw ArgumentError("--sizes", fmt::format("'{}': the batch needs about {:.1f} GiB of host memory, this machine "
-                                                   "has {:.1f} GiB",
-                                                   o.sizes, need / (1 << 30), have / (1 << 30)));
+        throw ArgumentError("--sizes",
+                            fmt::format("'{}': the batch needs about {:.1f} GiB of host memory, this machine "
+                                        "has {:.1f} GiB",
+                                        o.sizes, need / (1 << 30), have / (1 << 30)));
 
     Runtime rt;
     const int slices = o.slices > 0 ? std::min(o.slices, std::max(1, count)) : tasks::default_slices(count, 0);
     const tasks::VTaskOptions topt{slices, o.schedule == "ssde" ? Schedule::ssde : Schedule::dsse};
     Reporter out(parse_format(o.format), kVColumns);
     nlohmann::ordered_json config = runtime_config(rt);
-    config["path"] = "StarPU tasks: slices of about equal flops, LAPACKE per matrix on CPU workers, the SSDE/DSSE "
-                     "kernels on CUDA workers";
+    config["path"] =
+        "StarPU tasks: slices of about equal flops, LAPACKE per matrix on CPU workers, the SSDE/DSSE "
+        "kernels on CUDA workers";
     config["op"] = o.op;
     config["prec"] = o.prec;
     config["count"] = count;
@@ -601,14 +608,24 @@ int run_vbatched(const BatchedOptions& o) {
                                     info.data(), count, topt);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         times.push_back(secs);
-        nlohmann::ordered_json r = {{"op", o.op},        {"prec", o.prec},     {"count", count},
-                                    {"sizes", o.sizes},  {"nmax", nmax},       {"nrhs", nrhs},
-                                    {"uplo", o.uplo},    {"slices", slices},   {"iter", it},
-                                    {"time_s", secs},    {"gflops", secs > 0 ? flops / secs / 1e9 : 0.0},
+        nlohmann::ordered_json r = {{"op", o.op},
+                                    {"prec", o.prec},
+                                    {"count", count},
+                                    {"sizes", o.sizes},
+                                    {"nmax", nmax},
+                                    {"nrhs", nrhs},
+                                    {"uplo", o.uplo},
+                                    {"slices", slices},
+                                    {"iter", it},
+                                    {"time_s", secs},
+                                    {"gflops", secs > 0 ? flops / secs / 1e9 : 0.0},
                                     {"schedule", o.schedule},
                                     {"sched", rt.scheduler()},
-                                    {"ncpu", rt.ncpu()}, {"ncuda", rt.ncuda()}, {"seed", seed},
-                                    {"residual", nullptr}, {"failed", failures}};
+                                    {"ncpu", rt.ncpu()},
+                                    {"ncuda", rt.ncuda()},
+                                    {"seed", seed},
+                                    {"residual", nullptr},
+                                    {"failed", failures}};
         bool ok = failures == 0;
         if (o.check && it == o.niter) {
             std::vector<double> res(n.size(), 0.0);
@@ -625,8 +642,8 @@ int run_vbatched(const BatchedOptions& o) {
                     res[b] = residuals::least_squares(m[b], n[b], nrhs, a0, ld[b], B.data() + offB[b], ld[b],
                                                       B0.data() + offB[b], ld[b]);
                 else
-                    res[b] = residuals::solve(n[b], nrhs, a0, ld[b], B.data() + offB[b], ld[b], B0.data() + offB[b],
-                                              ld[b]);
+                    res[b] =
+                        residuals::solve(n[b], nrhs, a0, ld[b], B.data() + offB[b], ld[b], B0.data() + offB[b], ld[b]);
             });
             double worst = 0.0;
             int bad = 0;
@@ -718,7 +735,8 @@ void add_batched_command(CLI::App& app, Run& run) {
     cmd->add_option("--input", o->input,
                     "Read the batch from this file instead of generating it: .npy, 3-D (count x m x n) or 2-D (one\n"
                     "matrix), C or Fortran order, float32 or float64; its shape sets --count, -m and -n");
-    cmd->add_option("--rhs", o->rhs, "With --input, the right-hand sides of getrs, potrs, gels: .npy, count x m x nrhs");
+    cmd->add_option("--rhs", o->rhs,
+                    "With --input, the right-hand sides of getrs, potrs, gels: .npy, count x m x nrhs");
     cmd->add_option("--output", o->output,
                     "With --input, write the factors (getrf, potrf, geqrf) or the solutions (getrs, potrs, gels:\n"
                     "count x n x nrhs) to this .npy file (3-D, Fortran order), atomically");

@@ -453,9 +453,8 @@ TYPED_TEST(VBatchedHost, LeastSquaresWithPlantedFailures) {
         px.push_back(X[b].ptr());
     }
     std::vector<int> info(count, -7);
-    const int failed =
-        batched::vgels<T>(m.data(), n.data(), nrhs, pf.data(), lda.data(), pt.data(), px.data(), ldb.data(),
-                          info.data(), count);
+    const int failed = batched::vgels<T>(m.data(), n.data(), nrhs, pf.data(), lda.data(), pt.data(), px.data(),
+                                         ldb.data(), info.data(), count);
     EXPECT_EQ(failed, static_cast<int>(std::count_if(expected.begin(), expected.end(), [](int i) { return i != 0; })));
     EXPECT_EQ(info, expected);
     for (int b = 0; b < count; ++b) {
@@ -465,8 +464,7 @@ TYPED_TEST(VBatchedHost, LeastSquaresWithPlantedFailures) {
             continue;
         }
         ASSERT_PRED_FORMAT1(ResidualPasses, batched::residuals::least_squares(m[b], n[b], nrhs, A[b].ptr(), A[b].ld,
-                                                                              X[b].ptr(), X[b].ld, B[b].ptr(),
-                                                                              B[b].ld))
+                                                                              X[b].ptr(), X[b].ld, B[b].ptr(), B[b].ld))
             << "matrix " << b << " (" << m[b] << " x " << n[b] << ")";
     }
 }
@@ -730,8 +728,8 @@ TEST(VBatchedTasksNoRuntime, RefusesWithoutARuntime) {
 TEST(VBatchedCli, EveryOperationBothSchedules) {
     for (const std::string op : {"potrf", "potrs", "getrf", "getrs", "geqrf", "gels"})
         for (const std::string schedule : {"ssde", "dsse"}) {
-            std::vector<std::string> args = {"batched",  "--op",     op,       "--sizes", "skewed:130", "--count",
-                                             "120",      "--nrhs",   "2",      "--check", "--format",   "json",
+            std::vector<std::string> args = {"batched",    "--op",   op,         "--sizes", "skewed:130", "--count",
+                                             "120",        "--nrhs", "2",        "--check", "--format",   "json",
                                              "--schedule", schedule, "--slices", "3"};
             if (op == "gels" || op == "geqrf") args.insert(args.end(), {"--aspect", "1.5"});
             const auto r = cli::run(args, {"STARPU_NCPU=2", "STARPU_NCUDA=0"});
@@ -766,7 +764,8 @@ TEST(VBatchedCli, EveryOperationBothSchedules) {
         const auto r = cli::run(args);
         EXPECT_EQ(r.code, 2) << cli::command_line(args) << "\n" << r.describe();
         EXPECT_TRUE(r.err.find("--schedule") != std::string::npos || r.err.find("--aspect") != std::string::npos)
-            << cli::command_line(args) << "\n" << r.err;
+            << cli::command_line(args) << "\n"
+            << r.err;
         EXPECT_TRUE(r.home_untouched);
     }
 }

@@ -22,8 +22,12 @@
 #include <string>
 #include <vector>
 
+#include <lapacke.h>
+
 #include "batched/cuda/vbatched_kernels.hpp"
+#include "batched/residuals.hpp"
 #include "batched/vbatched.hpp"
+#include "codelets/codelets.hpp"
 #include "common/blas.hpp"
 #include "common/error.hpp"
 #include "cuda_test_support.hpp"
@@ -840,6 +844,498 @@ TYPED_TEST(VBatchedLuCuda, ApiArgumentErrors) {
         EXPECT_EQ(std::memcmp(F[b].ptr(), c.A[b].ptr(), c.A[b].data.size() * sizeof(T)), 0) << "matrix " << b;
     const auto P = dp.download();
     EXPECT_EQ(P[0], std::vector<int>(4, -99));
+}
+
+// ---- QR (vgeqrf, vgeqrs) ----------------------------------------------------------------------
+
+int lapacke_geqrf(int m, int n, float* a, int lda, float* tau) {
+    return LAPACKE_sgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
+}
+int lapacke_geqrf(int m, int n, double* a, int lda, double* tau) {
+    return LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
+}
+
+/// Shapes m[b] x n[b]: uniform in [0, nmax]^2 (wide ones included) or, tall, n uniform and
+/// m = n + [0, nmax/2]; skewed: 1% of the largest, the rest within a tenth. One matrix has
+/// the largest shape; 0 x 0, 5 x 0, 0 x 4 (tall: 1 x 0) and 1 x 1 are there.
+void draw_shapes(bool skewed, bool tall, int nmax, int count, std::uint64_t seed, std::vector<int>& m,
+                 std::vector<int>& n) {
+    std::mt19937_64 rng(seed);
+    m.assign(count, 0);
+    n.assign(count, 0);
+    for (int b = 0; b < count; ++b) {
+        const int hi = skewed && rng() % 100 != 0 ? std::max(1, nmax / 10) : nmax;
+        n[b] = static_cast<int>(rng() % (hi + 1));
+        m[b] = tall ? n[b] + static_cast<int>(rng() % (hi / 2 + 1)) : static_cast<int>(rng() % (hi + 1));
+    }
+    if (count > 6) {
+        m[count / 3] = tall ? nmax + nmax / 2 : nmax;
+        n[count / 3] = nmax;
+        m[1] = n[1] = 0;
+        m[2] = 5, n[2] = 0;
+        m[3] = tall ? 1 : 0, n[3] = tall ? 0 : 4;
+        m[4] = n[4] = 1;
+    }
+}
+
+/// A QR batch on the device: the matrices (DeviceVBatch: its n are the rows), the columns, and
+/// tau (max(1, min(m, n)) entries per matrix, poisoned with NaN) with its pointer array.
+template <class T>
+struct DeviceQr {
+    DeviceVBatch<T> a;
+    std::vector<int> m, n;
+    DeviceBuffer<int> dcols;
+    std::vector<std::size_t> toff;
+    DeviceBuffer<T> tau;
+    DeviceBuffer<T*> tptrs;
+
+    explicit DeviceQr(const std::vector<HostMatrix<T>>& h) : a(h) {
+        std::size_t total = 0;
+        for (const auto& A : h) {
+            m.push_back(A.m);
+            n.push_back(A.n);
+            toff.push_back(total);
+            total += static_cast<std::size_t>(std::max(1, std::min(A.m, A.n)));
+        }
+        dcols = DeviceBuffer<int>(std::max<std::size_t>(h.size(), 1));
+        tau = DeviceBuffer<T>(std::max<std::size_t>(total, 1));
+        tptrs = DeviceBuffer<T*>(std::max<std::size_t>(h.size(), 1));
+        std::vector<T> poison(tau.size(), nan<T>());
+        DeviceVBatch<T>::copy(tau.get(), poison.data(), poison.size() * sizeof(T), cudaMemcpyHostToDevice);
+        std::vector<T*> p;
+        for (std::size_t b = 0; b < h.size(); ++b) p.push_back(tau.get() + toff[b]);
+        if (!h.empty()) {
+            DeviceVBatch<T>::copy(dcols.get(), n.data(), n.size() * sizeof(int), cudaMemcpyHostToDevice);
+            DeviceVBatch<T>::copy(tptrs.get(), p.data(), p.size() * sizeof(T*), cudaMemcpyHostToDevice);
+        }
+    }
+    std::vector<std::vector<T>> download_tau() const {
+        std::vector<T> all(tau.size());
+        DeviceVBatch<T>::copy(all.data(), tau.get(), all.size() * sizeof(T), cudaMemcpyDeviceToHost);
+        std::vector<std::vector<T>> h;
+        for (std::size_t b = 0; b < m.size(); ++b)
+            h.emplace_back(all.begin() + static_cast<long>(toff[b]),
+                           all.begin() + static_cast<long>(toff[b]) + std::max(1, std::min(m[b], n[b])));
+        return h;
+    }
+    batched::VShapes shapes() const { return {m.data(), n.data(), a.ld.data(), a.dn.get(), dcols.get(), a.dld.get()}; }
+};
+
+template <class T>
+std::vector<HostMatrix<T>> random_batch(const std::vector<int>& m, const std::vector<int>& n, std::uint64_t seed) {
+    std::vector<HostMatrix<T>> A;
+    for (std::size_t b = 0; b < m.size(); ++b)
+        A.push_back(random_matrix<T>(m[b], n[b], std::max(1, m[b] + static_cast<int>(b % 3)), seed + 7919ULL * b));
+    return A;
+}
+
+template <class T>
+class VBatchedQrCuda : public CudaHandlesTest {
+protected:
+    VBatchedQrCuda() : CudaHandlesTest("variable-size batched QR") {}
+
+    bc::Launch launch(std::size_t bytes) {
+        bc::Launch l;
+        l.stream = stream_;
+        l.cublas = blas_;
+        l.workspace = bytes > 0 ? this->workspace(bytes) : nullptr;
+        l.workspace_bytes = bytes;
+        return l;
+    }
+
+    /// vgeqrf on the GPU with schedule s; every matrix against LAPACKE on a copy (one BLAS
+    /// thread): factor (R and V) and tau close, the residual below 30 (m >= n), padding and
+    /// tau's unused entries untouched. Returns the factors and tau.
+    std::pair<std::vector<HostMatrix<T>>, std::vector<std::vector<T>>> factor_and_check(
+        const std::vector<HostMatrix<T>>& A, bc::Schedule s) {
+        const int count = static_cast<int>(A.size());
+        DeviceQr<T> d(A);
+        const bc::VQrBounds bounds = bc::vqr_bounds(d.m.data(), d.n.data(), count);
+        const std::size_t bytes = bc::vgeqrf_workspace<T>(count);
+        bc::vgeqrf<T>(launch(bytes), s, bounds, d.a.dn.get(), d.dcols.get(), d.a.ptrs.get(), d.a.dld.get(),
+                      d.tptrs.get(), count);
+        EXPECT_TRUE(this->sync());
+        auto F = d.a.download(A);
+        auto tau = d.download_tau();
+        const double eps = ScalarTraits<T>::eps;
+        int reported = 0;
+        auto report = [&](int b, const std::string& what) {
+            ADD_FAILURE() << name(s) << ", count " << count << ", matrix " << b << " (" << A[b].m << " x " << A[b].n
+                          << ", lda " << A[b].ld << "): " << what;
+            return ++reported >= 5;
+        };
+        for (int b = 0; b < count; ++b) {
+            const int m = A[b].m, n = A[b].n, k = std::min(m, n);
+            if (non_nan_in_padding(F[b]) != 0 && report(b, "the padding was written")) break;
+            if (k == 0) {
+                if (std::memcmp(F[b].ptr(), A[b].ptr(), A[b].data.size() * sizeof(T)) != 0 && report(b, "A written"))
+                    break;
+                if (!std::isnan(tau[b][0]) && report(b, "tau written")) break;
+                continue;
+            }
+            HostMatrix<T> R = A[b];
+            std::vector<T> rtau(k);
+            if (lapacke_geqrf(m, n, R.ptr(), R.ld, rtau.data()) != 0 && report(b, "LAPACKE failed")) break;
+            const double diff = max_abs_diff(F[b], R);
+            const double tol = 200.0 * std::max(m, n) * eps * std::max(1.0, max_abs(R));
+            if (!(diff <= tol)) {
+                std::ostringstream msg;
+                msg << "max |F - F_lapack| = " << diff << " > " << tol;
+                if (report(b, msg.str())) break;
+            }
+            double tdiff = 0;
+            for (int i = 0; i < k; ++i) tdiff = std::max(tdiff, std::abs(static_cast<double>(tau[b][i] - rtau[i])));
+            if (!(tdiff <= 200.0 * m * eps)) {
+                std::ostringstream msg;
+                msg << "max |tau - tau_lapack| = " << tdiff;
+                if (report(b, msg.str())) break;
+            }
+            if (m >= n) {
+                const double r =
+                    batched::residuals::geqrf(m, n, A[b].ptr(), A[b].ld, F[b].ptr(), F[b].ld, tau[b].data());
+                if (!(checks::passes(r) && r >= 0)) {
+                    std::ostringstream msg;
+                    msg << "residual " << r;
+                    if (report(b, msg.str())) break;
+                }
+            }
+        }
+        return {F, tau};
+    }
+};
+TYPED_TEST_SUITE(VBatchedQrCuda, Precisions);
+
+// Mixed shapes (wide, tall, empty), NMAX 32..300, uniform and skewed: both schedules against
+// LAPACKE, and bitwise equal to each other.
+TYPED_TEST(VBatchedQrCuda, MixedShapesAgainstLapack) {
+    using T = TypeParam;
+    openblas_set_num_threads(1);
+    for (int nmax : {32, 70, 300})
+        for (bool skewed : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "nmax " << nmax << (skewed ? " skewed" : " uniform"));
+            const int count = nmax >= 300 ? 120 : 300;
+            std::vector<int> m, n;
+            const std::uint64_t s = this->seed() + nmax + (skewed ? 1 : 0);
+            draw_shapes(skewed, false, nmax, count, s, m, n);
+            const auto A = random_batch<T>(m, n, s);
+            const auto ss = this->factor_and_check(A, bc::Schedule::ssde);
+            const auto ds = this->factor_and_check(A, bc::Schedule::dsse);
+            for (int b = 0; b < count; ++b) {
+                ASSERT_EQ(std::memcmp(ss.first[b].ptr(), ds.first[b].ptr(), A[b].data.size() * sizeof(T)), 0)
+                    << "ssde and dsse differ, matrix " << b;
+                ASSERT_EQ(std::memcmp(ss.second[b].data(), ds.second[b].data(), ss.second[b].size() * sizeof(T)), 0)
+                    << "tau, matrix " << b;
+            }
+        }
+}
+
+// Every shape up to 70 x 70 once, and tiny counts: the grids' bounds at every step.
+TYPED_TEST(VBatchedQrCuda, EveryShapeAndSmallCounts) {
+    using T = TypeParam;
+    openblas_set_num_threads(1);
+    std::vector<int> m, n;
+    for (int i = 0; i <= 70; i += 3)
+        for (int j = 0; j <= 70; j += 5) m.push_back(i), n.push_back(j);
+    const auto A = random_batch<T>(m, n, this->seed());
+    for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) this->factor_and_check(A, s);
+    for (int count : {1, 2}) {
+        std::vector<int> mm(m.end() - count, m.end()), nn(n.end() - count, n.end());
+        const auto B = random_batch<T>(mm, nn, this->seed() + 1);
+        for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) this->factor_and_check(B, s);
+    }
+    // An empty batch launches nothing.
+    bc::vgeqrf<T>(this->launch(0), bc::Schedule::dsse, bc::VQrBounds{}, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+    EXPECT_TRUE(this->sync());
+}
+
+// vgeqrf + vgeqrs on tall shapes: zero columns planted (info k exactly, B untouched), the other
+// matrices' least-squares residual below 30 and X close to LAPACKE's gels.
+TYPED_TEST(VBatchedQrCuda, LeastSquaresAgainstLapack) {
+    using T = TypeParam;
+    openblas_set_num_threads(1);
+    for (int nrhs : {1, 5}) {
+        const int count = 160;
+        std::vector<int> m, n;
+        draw_shapes(true, true, 200, count, this->seed() + nrhs, m, n);
+        auto A = random_batch<T>(m, n, this->seed() + 3 * nrhs);
+        std::vector<int> expected(count, 0);
+        for (int b = 8; b < count; b += 9) {
+            if (n[b] == 0) continue;
+            const int k = 1 + (b * 7) % n[b];
+            for (int i = 0; i < m[b]; ++i) A[b](i, k - 1) = T(0);
+            expected[b] = k;
+        }
+        std::vector<HostMatrix<T>> B;
+        for (int b = 0; b < count; ++b)
+            B.push_back(random_matrix<T>(m[b], nrhs, std::max(1, m[b] + b % 2), this->seed() + 11ULL * b));
+        DeviceQr<T> d(A);
+        DeviceVBatch<T> dB(B);
+        DeviceBuffer<int> info(count);
+        ASSERT_TRUE(cuda_ok(cudaMemset(info.get(), 0x5a, count * sizeof(int))));
+        const bc::VQrBounds bounds = bc::vqr_bounds(d.m.data(), d.n.data(), count);
+        const auto l = this->launch(bc::vgeqrf_workspace<T>(count));
+        bc::vgeqrf<T>(l, bc::Schedule::dsse, bounds, d.a.dn.get(), d.dcols.get(), d.a.ptrs.get(), d.a.dld.get(),
+                      d.tptrs.get(), count);
+        bc::vgeqrs<T>(l, bounds, d.a.dn.get(), d.dcols.get(), nrhs, d.a.ptrs.get(), d.a.dld.get(), d.tptrs.get(),
+                      dB.ptrs.get(), dB.dld.get(), info.get(), count);
+        ASSERT_TRUE(this->sync());
+        EXPECT_EQ(download_ints(info), expected);
+        const auto X = dB.download(B);
+        for (int b = 0; b < count; ++b) {
+            EXPECT_EQ(non_nan_in_padding(X[b]), 0) << "matrix " << b;
+            if (expected[b] != 0 || n[b] == 0) {
+                ASSERT_EQ(std::memcmp(X[b].ptr(), B[b].ptr(), B[b].data.size() * sizeof(T)), 0) << "matrix " << b;
+                continue;
+            }
+            ASSERT_PRED_FORMAT1(ResidualPasses,
+                                batched::residuals::least_squares(m[b], n[b], nrhs, A[b].ptr(), A[b].ld, X[b].ptr(),
+                                                                  X[b].ld, B[b].ptr(), B[b].ld))
+                << "matrix " << b << " (" << m[b] << " x " << n[b] << ")";
+        }
+    }
+}
+
+// The Context API (vgeqrf, vgels) against the host path, and its argument checks.
+TYPED_TEST(VBatchedQrCuda, ApiAgainstHostPath) {
+    using T = TypeParam;
+    openblas_set_num_threads(1);
+    const int count = 90, nrhs = 3;
+    std::vector<int> m, n;
+    draw_shapes(true, true, 150, count, this->seed(), m, n);
+    n[20] = std::max(n[20], 2);
+    m[20] = std::max(m[20], n[20]);
+    auto A = random_batch<T>(m, n, this->seed() + 1);
+    for (int i = 0; i < m[20]; ++i) A[20](i, 0) = T(0);  // info 1
+    std::vector<HostMatrix<T>> B;
+    for (int b = 0; b < count; ++b) B.push_back(random_matrix<T>(m[b], nrhs, m[b] + 1, this->seed() + 5ULL * b));
+    DeviceQr<T> d(A);
+    DeviceVBatch<T> dB(B);
+    DeviceBuffer<int> info(count);
+    batched::Context ctx(this->stream_);
+    batched::vgels<T>(ctx, batched::Schedule::dsse, d.shapes(), nrhs, d.a.ptrs.get(), d.tptrs.get(), dB.sizes(),
+                      dB.ptrs.get(), info.get(), count);
+    ASSERT_TRUE(this->sync());
+    const auto gpu_info = download_ints(info);
+    const auto F = d.a.download(A);
+    const auto X = dB.download(B);
+    auto HA = A, HB = B;
+    std::vector<T*> pa, pb, pt;
+    std::vector<std::vector<T>> htau(count);
+    std::vector<int> lda, ldb, hinfo(count, -1);
+    for (int b = 0; b < count; ++b) {
+        htau[b].assign(std::max(1, n[b]), T(0));
+        pa.push_back(HA[b].ptr());
+        pb.push_back(HB[b].ptr());
+        pt.push_back(htau[b].data());
+        lda.push_back(HA[b].ld);
+        ldb.push_back(HB[b].ld);
+    }
+    EXPECT_EQ(batched::vgels<T>(m.data(), n.data(), nrhs, pa.data(), lda.data(), pt.data(), pb.data(), ldb.data(),
+                                hinfo.data(), count),
+              1);
+    EXPECT_EQ(gpu_info, hinfo);
+    EXPECT_EQ(hinfo[20], 1);
+    for (int b = 0; b < count; ++b) {
+        const double tol = 200.0 * std::max(1, m[b]) * ScalarTraits<T>::eps * std::max(1.0, max_abs(HA[b]));
+        ASSERT_LE(max_abs_diff(F[b], HA[b]), tol) << "matrix " << b;
+        if (hinfo[b] != 0 || n[b] == 0) continue;
+        // X is as well conditioned as A is: checked through the residual.
+        ASSERT_PRED_FORMAT1(ResidualPasses, batched::residuals::least_squares(m[b], n[b], nrhs, A[b].ptr(), A[b].ld,
+                                                                              X[b].ptr(), X[b].ld, B[b].ptr(), B[b].ld))
+            << "matrix " << b;
+    }
+    // Argument checks: named, nothing launched.
+    auto named = [&](const std::string& arg, auto&& call) {
+        try {
+            call();
+            ADD_FAILURE() << "no ArgumentError for '" << arg << "'";
+        } catch (const ArgumentError& e) {
+            EXPECT_EQ(e.argument(), arg) << e.what();
+        }
+    };
+    batched::VShapes sh = d.shapes();
+    std::vector<int> mm = m;
+    sh.m = mm.data();
+    mm[5] = n[5] - 1;  // wide: fine for geqrf, not for gels
+    named("m", [&] {
+        batched::vgels<T>(ctx, batched::Schedule::ssde, sh, nrhs, d.a.ptrs.get(), d.tptrs.get(), dB.sizes(),
+                          dB.ptrs.get(), info.get(), count);
+    });
+    mm[5] = m[5];
+    sh.device_n = nullptr;
+    named("device_n",
+          [&] { batched::vgeqrf<T>(ctx, batched::Schedule::ssde, sh, d.a.ptrs.get(), d.tptrs.get(), count); });
+    sh = d.shapes();
+    batched::VSizes bs = dB.sizes();
+    std::vector<int> rows = dB.n;
+    rows[7] += 1;
+    bs.n = rows.data();
+    named("n", [&] {
+        batched::vgels<T>(ctx, batched::Schedule::ssde, sh, nrhs, d.a.ptrs.get(), d.tptrs.get(), bs, dB.ptrs.get(),
+                          info.get(), count);
+    });
+    named("tau", [&] { batched::vgeqrf<T>(ctx, batched::Schedule::ssde, sh, d.a.ptrs.get(), nullptr, count); });
+    ASSERT_TRUE(this->sync());
+    const auto F2 = d.a.download(A);
+    for (int b = 0; b < count; ++b)
+        ASSERT_EQ(std::memcmp(F2[b].ptr(), F[b].ptr(), F[b].data.size() * sizeof(T)), 0) << "matrix " << b;
+}
+
+// ---- the StarPU path on CUDA workers (batched::tasks::v*) ------------------------------------
+
+template <class T>
+class VBatchedTasksCuda : public RuntimeTest {
+protected:
+    void SetUp() override {
+        RuntimeTest::SetUp();
+        openblas_set_num_threads(1);
+    }
+};
+TYPED_TEST_SUITE(VBatchedTasksCuda, Precisions);
+
+template <class T>
+std::vector<T*> pointers_of(std::vector<HostMatrix<T>>& v) {
+    std::vector<T*> p;
+    for (auto& M : v) p.push_back(M.ptr());
+    return p;
+}
+
+// Every operation's slices on CUDA workers only (the SSDE/DSSE kernels on packed slices): infos
+// as the host path's, factors close to them, residuals below 30.
+TYPED_TEST(VBatchedTasksCuda, CudaWorkersMatchTheHostPath) {
+    using T = TypeParam;
+    STARFACT_REQUIRE_CUDA_WORKER(this->ncuda());
+    const codelets::ScopedImpl gpu_only(codelets::Impl::Cuda);
+    const double eps = ScalarTraits<T>::eps;
+    const int count = 240, nrhs = 2;
+    for (auto schedule : {batched::Schedule::ssde, batched::Schedule::dsse}) {
+        const batched::tasks::VTaskOptions opt{3, schedule};
+        const std::uint64_t s = this->seed() + (schedule == batched::Schedule::dsse ? 100 : 0);
+        auto n = draw_sizes(true, 200, count, s);
+        n[1] = 0, n[2] = 1;
+        std::vector<int> ld(count);
+        for (int b = 0; b < count; ++b) ld[b] = std::max(1, n[b] + b % 2);
+        // Cholesky (lower), failures planted, and its solve.
+        const auto c = make_case<T>('L', n, true, s);
+        auto S = c.A, HS = c.A;
+        std::vector<int> sld(count);
+        for (int b = 0; b < count; ++b) sld[b] = S[b].ld;
+        auto ps = pointers_of(S), phs = pointers_of(HS);
+        std::vector<int> info(count, -7), hinfo(count, -7), sn(count);
+        for (int b = 0; b < count; ++b) sn[b] = S[b].n;
+        EXPECT_EQ(
+            batched::tasks::vpotrf<T>(batched::Uplo::lower, sn.data(), ps.data(), sld.data(), info.data(), count, opt),
+            3);
+        batched::vpotrf<T>(batched::Uplo::lower, sn.data(), phs.data(), sld.data(), hinfo.data(), count);
+        EXPECT_EQ(info, hinfo);
+        EXPECT_EQ(info, c.expected);
+        for (int b = 0; b < count; ++b) {
+            EXPECT_EQ(non_nan_in_strict_triangle(S[b], 'U'), 0) << "matrix " << b;
+            if (info[b] != 0) continue;
+            ASSERT_LE(max_abs_diff(S[b], HS[b], 'L'), 100.0 * sn[b] * eps * std::max(1.0, max_abs(HS[b], 'L')))
+                << "matrix " << b;
+        }
+        std::vector<int> ns = sn;
+        std::vector<HostMatrix<T>> B;
+        for (int b = 0; b < count; ++b) {
+            if (info[b] != 0) ns[b] = 0;
+            B.push_back(random_matrix<T>(sn[b], nrhs, sld[b], s + 3ULL * b));
+        }
+        auto X = B;
+        auto px = pointers_of(X);
+        std::vector<const T*> cs(ps.begin(), ps.end());
+        batched::tasks::vpotrs<T>(batched::Uplo::lower, ns.data(), nrhs, cs.data(), sld.data(), px.data(), sld.data(),
+                                  count, opt);
+        for (int b = 0; b < count; ++b) {
+            if (ns[b] == 0) continue;
+            ASSERT_PRED_FORMAT1(ResidualPasses, solve_residual(symmetric(c.A[b], 'L'), X[b], B[b])) << "matrix " << b;
+        }
+        // LU, zero pivots planted, and its solve.
+        const auto lc = make_lu_case<T>(n, true, s + 1);
+        auto L = lc.A, HL = lc.A;
+        std::vector<int> lld(count), ln(count);
+        for (int b = 0; b < count; ++b) lld[b] = L[b].ld, ln[b] = L[b].n;
+        std::vector<std::vector<int>> piv(count), hpiv(count);
+        std::vector<int*> pp, php;
+        for (int b = 0; b < count; ++b) {
+            piv[b].assign(std::max(1, ln[b]), -5);
+            hpiv[b].assign(std::max(1, ln[b]), -5);
+            pp.push_back(piv[b].data());
+            php.push_back(hpiv[b].data());
+        }
+        auto pl = pointers_of(L), phl = pointers_of(HL);
+        EXPECT_EQ(batched::tasks::vgetrf<T>(ln.data(), pl.data(), lld.data(), pp.data(), info.data(), count, opt),
+                  batched::vgetrf<T>(ln.data(), phl.data(), lld.data(), php.data(), hinfo.data(), count));
+        EXPECT_EQ(info, hinfo);
+        for (int b = 0; b < count; ++b)
+            ASSERT_PRED_FORMAT1(ResidualPasses, lu_residual_ratio(lc.A[b], L[b], piv[b].data())) << "matrix " << b;
+        std::vector<HostMatrix<T>> C;
+        for (int b = 0; b < count; ++b) {
+            ns[b] = info[b] != 0 ? 0 : ln[b];
+            C.push_back(random_matrix<T>(ln[b], nrhs, lld[b], s + 5ULL * b));
+        }
+        auto Y = C;
+        auto py = pointers_of(Y);
+        std::vector<const T*> cl(pl.begin(), pl.end());
+        std::vector<const int*> cp(pp.begin(), pp.end());
+        batched::tasks::vgetrs<T>(ns.data(), nrhs, cl.data(), lld.data(), cp.data(), py.data(), lld.data(), count, opt);
+        for (int b = 0; b < count; ++b) {
+            if (ns[b] == 0) continue;
+            ASSERT_PRED_FORMAT1(ResidualPasses, solve_residual(lc.A[b], Y[b], C[b])) << "matrix " << b;
+        }
+        // QR of any shape, then least squares on tall ones with a zero column planted.
+        std::vector<int> m, qn, tm, tn;
+        draw_shapes(true, false, 200, count, s + 2, m, qn);
+        draw_shapes(true, true, 150, count, s + 3, tm, tn);
+        const auto Q0 = random_batch<T>(m, qn, s + 4);
+        auto G0 = random_batch<T>(tm, tn, s + 5);
+        std::vector<int> expected(count, 0);
+        for (int b = 10; b < count; b += 11)
+            if (tn[b] > 0) {
+                for (int i = 0; i < tm[b]; ++i) G0[b](i, tn[b] - 1) = T(0);
+                expected[b] = tn[b];
+            }
+        auto Q = Q0, HQ = Q0, G = G0;
+        std::vector<int> qld(count), gld(count);
+        std::vector<std::vector<T>> tau(count), htau(count), gtau(count);
+        std::vector<T*> pt, pht, pgt;
+        for (int b = 0; b < count; ++b) {
+            qld[b] = Q[b].ld;
+            gld[b] = G[b].ld;
+            tau[b].assign(std::max(1, std::min(m[b], qn[b])), nan<T>());
+            htau[b] = tau[b];
+            gtau[b].assign(std::max(1, tn[b]), nan<T>());
+            pt.push_back(tau[b].data());
+            pht.push_back(htau[b].data());
+            pgt.push_back(gtau[b].data());
+        }
+        auto pq = pointers_of(Q), phq = pointers_of(HQ), pg = pointers_of(G);
+        batched::tasks::vgeqrf<T>(m.data(), qn.data(), pq.data(), qld.data(), pt.data(), count, opt);
+        batched::vgeqrf<T>(m.data(), qn.data(), phq.data(), qld.data(), pht.data(), count);
+        for (int b = 0; b < count; ++b) {
+            const double tol = 200.0 * std::max(m[b], qn[b]) * eps * std::max(1.0, max_abs(HQ[b]));
+            ASSERT_LE(max_abs_diff(Q[b], HQ[b]), tol) << "matrix " << b;
+            EXPECT_EQ(non_nan_in_padding(Q[b]), 0) << "matrix " << b;
+        }
+        std::vector<HostMatrix<T>> D;
+        for (int b = 0; b < count; ++b) D.push_back(random_matrix<T>(tm[b], nrhs, gld[b], s + 7ULL * b));
+        auto Z = D;
+        auto pz = pointers_of(Z);
+        const int gf = batched::tasks::vgels<T>(tm.data(), tn.data(), nrhs, pg.data(), gld.data(), pgt.data(),
+                                                pz.data(), gld.data(), info.data(), count, opt);
+        EXPECT_EQ(gf, static_cast<int>(std::count_if(expected.begin(), expected.end(), [](int i) { return i != 0; })));
+        EXPECT_EQ(info, expected);
+        for (int b = 0; b < count; ++b) {
+            if (expected[b] != 0 || tn[b] == 0) {
+                ASSERT_EQ(std::memcmp(Z[b].ptr(), D[b].ptr(), D[b].data.size() * sizeof(T)), 0) << "matrix " << b;
+                continue;
+            }
+            ASSERT_PRED_FORMAT1(ResidualPasses,
+                                batched::residuals::least_squares(tm[b], tn[b], nrhs, G0[b].ptr(), G0[b].ld, Z[b].ptr(),
+                                                                  Z[b].ld, D[b].ptr(), D[b].ld))
+                << "matrix " << b;
+        }
+    }
 }
 
 }  // namespace

@@ -115,8 +115,8 @@ std::size_t vgeqrf_workspace(int count);
 /// per matrix and 32 trailing columns: C -= V (T^T (V^T C))). m, n, lda: device arrays; the
 /// bounds from the same sizes on the host (vqr_bounds).
 template <class T>
-void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bounds, const int* m, const int* n,
-            T* const* A, const int* lda, T* const* tau, int count);
+void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bounds, const int* m, const int* n, T* const* A,
+            const int* lda, T* const* tau, int count);
 
 /// The least-squares solve after vgeqrf (m[b] >= n[b]) for every b: info[b] (written for every
 /// b) the first k with R(k,k) exactly zero, else 0 and B[b] (m[b] x nrhs, ldb[b]) <- Q^T B, then

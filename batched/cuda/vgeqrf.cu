@@ -404,15 +404,15 @@ void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bd, const 
     T* Tws = carve.take<T>(static_cast<std::size_t>(K) * K * count);
     const int steps = vsteps(bd.kmax);
     const int smem_limit_rows = kPanelSmemBytes / static_cast<int>(sizeof(T) * K);
-    detail::check(cudaFuncSetAttribute(vgeqrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       kPanelSmemBytes),
-                  "vgeqrf panel shared memory");
+    detail::check(
+        cudaFuncSetAttribute(vgeqrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kPanelSmemBytes),
+        "vgeqrf panel shared memory");
     for (int step = 0; step < steps; ++step) {
         // The most rows (columns) any matrix has from its panel's top (left) at this step.
-        const int rows = schedule == Schedule::ssde ? bd.mmax - K * step
-                                                    : std::min(bd.mmax, bd.mexcess + K * (steps - step));
-        const int cols = schedule == Schedule::ssde ? bd.nmax - K * step
-                                                    : std::min(bd.nmax, bd.nexcess + K * (steps - step));
+        const int rows =
+            schedule == Schedule::ssde ? bd.mmax - K * step : std::min(bd.mmax, bd.mexcess + K * (steps - step));
+        const int cols =
+            schedule == Schedule::ssde ? bd.nmax - K * step : std::min(bd.nmax, bd.nexcess + K * (steps - step));
         if (rows <= 0) continue;
         const int smem_rows = rows <= smem_limit_rows ? rows : 0;
         const std::size_t dyn = sizeof(T) * static_cast<std::size_t>(smem_rows) * K;
@@ -434,7 +434,7 @@ void vgeqrs(const Launch& launch, const VQrBounds&, const int* m, const int* n, 
     const long long pairs = static_cast<long long>(count) * std::max(nrhs, 1);
     const long long blocks = (pairs + kSolveWarps - 1) / kSolveWarps;
     vgeqrs_kernel<T><<<static_cast<unsigned>(blocks), 32 * kSolveWarps, 0, launch.stream>>>(m, n, nrhs, A, lda, tau, B,
-                                                                                          ldb, info, count);
+                                                                                            ldb, info, count);
     detail::check_launch("vgeqrs");
 }
 

@@ -26,9 +26,8 @@ __global__ void vslice_kernel(const VSliceEntry* e, int count, char* A, char* B,
 void vslice_arrays(const VSliceEntry* entries, int count, char* A, char* B, std::size_t a_elem, char* P,
                    std::size_t p_elem, int* m, int* n, int* ld, void** pa, void** pb, void** pp, cudaStream_t stream) {
     if (count <= 0) return;
-    vslice_kernel<<<static_cast<unsigned>(detail::ceil_div(count, 128)), 128, 0, stream>>>(entries, count, A, B, a_elem,
-                                                                                          P, p_elem, m, n, ld, pa, pb,
-                                                                                          pp);
+    vslice_kernel<<<static_cast<unsigned>(detail::ceil_div(count, 128)), 128, 0, stream>>>(
+        entries, count, A, B, a_elem, P, p_elem, m, n, ld, pa, pb, pp);
     detail::check_launch("vslice_arrays");
 }
 
