@@ -25,15 +25,16 @@ const std::vector<std::string> kColumns = {"op", "prec", "m", "n", "nb", "ib", "
                                            "residual", "residual_lapack", "growth", "growth_pp", "info", "status"};
 
 /// The inner block when the user gave 0. On GPUs wide blocks win (TSTRF's panel goes to cuSOLVER
-/// and SSSSM's GEMMs get a large k; with the trtri variant 512 measured best or within 4% of the
-/// best for nb = 2048-8192 on the H100, docs/performance.md); on CPU cores narrow blocks keep
-/// SSSSM's extra triangular work small.
-int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::min(nb, 512) : std::min(nb, 32); }
+/// and SSSSM's GEMMs get a large k; at nb 8192 on the H100 ib 1024 measured best, 512 and 2048
+/// within 2%, docs/performance.md); on CPU cores narrow blocks keep SSSSM's extra triangular work
+/// small.
+int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::min(nb, 1024) : std::min(nb, 32); }
 
 /// LU's tile size when the user gave 0: larger than the other factorizations' on GPUs, since each
-/// tile costs a TSTRF whose cuSOLVER panel is latency-bound (nb = 4096: 0.72 of cuSOLVER at
-/// n = 32768, nb = 2048: 0.64).
-int default_lu_nb(const Runtime& rt) { return rt.ncuda() > 0 ? 4096 : default_nb(rt); }
+/// tile costs a chain of TSTRF panels whose cuSOLVER calls are latency-bound. On the H100 nb 8192
+/// gave 0.83-0.92 of cuSOLVER at n = 16384-40000 (nb 4096: 0.68-0.77), and an order up to 8192 is
+/// then one tile, cuSOLVER's getrf plus our overhead (0.95 at 8192; several tiles: 0.70).
+int default_lu_nb(const Runtime& rt) { return rt.ncuda() > 0 ? 8192 : default_nb(rt); }
 
 template <class T>
 int run_lu(Op op, const FactorOptions& o, const FileInputs<T>& in) {
@@ -170,7 +171,7 @@ void add_command(CLI::App& app, Run& run, Op op) {
         cmd->add_option("-m", opts->m, "Rows (default: n); m >= n")->check(non_negative);
     else
         cmd->add_option("--nrhs", opts->nrhs, "Number of right-hand sides")->check(non_negative)->capture_default_str();
-    cmd->add_option("--ib", opts->ib, "Inner block of the kernels; 0 picks min(nb, 512) with a GPU, min(nb, 32) without")
+    cmd->add_option("--ib", opts->ib, "Inner block of the kernels; 0 picks min(nb, 1024) with a GPU, min(nb, 32) without")
         ->check(non_negative)
         ->capture_default_str();
     cmd->add_option("--schedule", opts->schedule,
@@ -191,8 +192,8 @@ void add_command(CLI::App& app, Run& run, Op op) {
         "for getrf), printed next to LAPACK's getrf+getrs on the same system (residual_lapack), with the growth\n"
         "factor max|U|/max|A| of tile LU and of partial pivoting (growth_pp). For m > n getrf checks\n"
         "||L~^{-1} P~ A - [U; 0]||_1 / (n ||A||_1 eps) instead.\n"
-        "With a GPU, --nb 0 picks 4096 for LU (each tile costs a latency-bound TSTRF panel) and --ib 0 picks\n"
-        "512; STARPU_NWORKER_PER_CUDA=6 measured about 5% faster than the default 4 streams for LU.\n"
+        "With a GPU, --nb 0 picks 8192 for LU (each tile costs a chain of latency-bound TSTRF panels) and --ib 0\n"
+        "picks 1024; STARPU_NWORKER_PER_CUDA=6 measured about 5% faster than the default 4 streams for LU.\n"
         "Example: starfact gesv -n 8192 --nb 1024 --ib 32 --nrhs 16 --check\n"
         "With files: starfact gesv --A A.npy --B B.npy --X X.npy --check");
     cmd->callback([&run, opts, op, cmd] {
