@@ -250,6 +250,23 @@ TYPED_TEST(LuCuda, GetrfNanInputKeepsPivotsInRange) {
     }
 }
 
+/// Runs the CPU and the CUDA GESSM on A with the factored diagonal tile D and its pivots and
+/// compares the results; D must come back untouched.
+template <class T>
+void gessm_against_cpu(LuCuda<T>& t, const HostMatrix<T>& D, const std::vector<int>& piv, const HostMatrix<T>& A,
+                       int ib) {
+    HostMatrix<T> F = A;
+    cpu::gessm<T>(piv.data(), D.cview(), F.view(), ib);
+    const DeviceMatrix<T> dD(D);
+    DeviceMatrix<T> dA(A);
+    const DeviceBuffer<int> dpiv = upload_ints(piv);
+    ASSERT_TRUE(cuda_ok(cuda::gessm<T>(t.context(A.m, A.n, ib), dpiv.get(), dD.cview(), dA.view(), ib)));
+    ASSERT_TRUE(t.sync());
+    const int K = std::min(A.m, D.n);
+    EXPECT_TRUE(same_storage(dA.download(), F, tolerance<T>(K, std::max(finite_scale(F), finite_scale(D)))));
+    EXPECT_TRUE(same_storage(dD.download(), D, 0.0)) << "D must be read only";
+}
+
 TYPED_TEST(LuCuda, GessmMatchesCpu) {
     using T = TypeParam;
     for (int K : kSizes)
@@ -259,17 +276,7 @@ TYPED_TEST(LuCuda, GessmMatchesCpu) {
                 HostMatrix<T> D = random_matrix<T>(K, K, K + 2, this->seed() + K);
                 std::vector<int> piv(K);
                 cpu::getrf<T>(D.view(), piv.data(), ib);
-                const HostMatrix<T> A = random_matrix<T>(K, n, K + 1, this->seed() + 7 * K + n);
-                HostMatrix<T> F = A;
-                cpu::gessm<T>(piv.data(), D.cview(), F.view(), ib);
-
-                const DeviceMatrix<T> dD(D);
-                DeviceMatrix<T> dA(A);
-                const DeviceBuffer<int> dpiv = upload_ints(piv);
-                ASSERT_TRUE(cuda_ok(cuda::gessm<T>(this->context(K, n, ib), dpiv.get(), dD.cview(), dA.view(), ib)));
-                ASSERT_TRUE(this->sync());
-                EXPECT_TRUE(same_storage(dA.download(), F, tolerance<T>(K, finite_scale(F))));
-                EXPECT_TRUE(same_storage(dD.download(), D, 0.0)) << "D must be read only";
+                gessm_against_cpu(*this, D, piv, random_matrix<T>(K, n, K + 1, this->seed() + 7 * K + n), ib);
             }
 }
 
@@ -381,16 +388,7 @@ TYPED_TEST(LuCuda, GessmSwapsAtTheSharedMemoryLimitMatchCpu) {
         std::mt19937 gen(static_cast<unsigned>(this->seed()));
         std::vector<int> piv(K);
         for (int j = 0; j < K; ++j) piv[j] = std::uniform_int_distribution<int>(j + 1, K)(gen);
-        const HostMatrix<T> A = random_matrix<T>(K, n, K, this->seed() + 3 * K);
-        HostMatrix<T> F = A;
-        cpu::gessm<T>(piv.data(), D.cview(), F.view(), ib);
-
-        const DeviceMatrix<T> dD(D);
-        DeviceMatrix<T> dA(A);
-        const DeviceBuffer<int> dpiv = upload_ints(piv);
-        ASSERT_TRUE(cuda_ok(cuda::gessm<T>(this->context(K, n, ib), dpiv.get(), dD.cview(), dA.view(), ib)));
-        ASSERT_TRUE(this->sync());
-        EXPECT_TRUE(same_storage(dA.download(), F, tolerance<T>(K, finite_scale(F))));
+        gessm_against_cpu(*this, D, piv, random_matrix<T>(K, n, K, this->seed() + 3 * K), ib);
     }
 }
 TYPED_TEST(LuCuda, TstrfZeroColumnsGiveExactInfo) {
@@ -512,16 +510,7 @@ TYPED_TEST(LuCuda, GessmOnTallDiagonalTilesMatchesCpu) {
         HostMatrix<T> D = random_matrix<T>(m, K, m + 1, this->seed() + m);
         std::vector<int> piv(std::min(m, K));
         ASSERT_EQ(cpu::getrf<T>(D.view(), piv.data(), 16), 0);
-        const int n = K + 9;
-        const HostMatrix<T> A = random_matrix<T>(m, n, m + 2, this->seed() + 3 * m);
-        HostMatrix<T> Ac = A;
-        cpu::gessm<T>(piv.data(), D.cview(), Ac.view(), 32);
-        const DeviceMatrix<T> dD(D);
-        DeviceMatrix<T> dA(A);
-        const DeviceBuffer<int> dpiv = upload_ints(piv);
-        ASSERT_TRUE(cuda_ok(cuda::gessm<T>(this->context(m, n, 32), dpiv.get(), dD.cview(), dA.view(), 32)));
-        ASSERT_TRUE(this->sync());
-        EXPECT_TRUE(same_storage(dA.download(), Ac, tolerance<T>(K, std::max(finite_scale(Ac), finite_scale(D)))));
+        gessm_against_cpu(*this, D, piv, random_matrix<T>(m, K + 9, m + 2, this->seed() + 3 * m), 32);
     }
 }
 
