@@ -70,15 +70,19 @@ Args unpack(const void* cl_arg) {
     return a;
 }
 
-/// The footprint: the operation's parameters and the slice's flops to a quarter of a binary
-/// order of magnitude (slices of one call have about equal flops, so they share an entry).
+/// The footprint: the operation's parameters, the slice's matrix count and its exact flops
+/// (StarPU's history wants one flop count per footprint: slices of about equal flops would
+/// otherwise share an entry with different counts, which it reports as incoherent). The
+/// regression on the flops is what predicts unseen slices.
 std::uint32_t footprint(starpu_task* task) {
     const Args a = unpack(task->cl_arg);
     std::uint32_t h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.nrhs), 0);
     h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.uplo == Uplo::upper), h);
     h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.schedule == Schedule::dsse), h);
-    const long bucket = std::lround(4.0 * std::log2(std::max(1.0, a.flops)));
-    return starpu_hash_crc32c_be(static_cast<std::uint32_t>(bucket), h);
+    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.count), h);
+    const unsigned long long f = static_cast<unsigned long long>(std::llround(std::max(0.0, a.flops)));
+    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(f & 0xffffffffULL), h);
+    return starpu_hash_crc32c_be(static_cast<std::uint32_t>(f >> 32), h);
 }
 
 size_t regression_size(starpu_task* task, unsigned) {
@@ -395,6 +399,17 @@ private:
     std::vector<starpu_data_handle_t> h_;
 };
 
+/// LAPACK's geqrf flop count for any shape (batched::geqrf_flops is for m >= n: negative for
+/// wide matrices; LAPACK's dopla gives m < n its own formula).
+double qr_flops(int m, int n) {
+    if (m >= n) return geqrf_flops(m, n);
+    const double dm = m, dn = n;
+    const double mults = dm * (dm * (0.5 - dm / 3.0 + dn) + dn + 23.0 / 6.0);
+    const double adds = dm * (dm * (0.5 - dm / 3.0 + dn) + 5.0 / 6.0);
+    return mults + adds;
+}
+
+/// The flops of one matrix (never negative: StarPU's history asserts on negative flops).
 double flops_of(Op op, int m, int n, int nrhs) {
     if (m == 0 || n == 0) return 0;
     switch (op) {
@@ -407,9 +422,9 @@ double flops_of(Op op, int m, int n, int nrhs) {
         case Op::getrs:
             return getrs_flops(n, nrhs);
         case Op::geqrf:
-            return geqrf_flops(m, n);
+            return std::max(0.0, qr_flops(m, n));
         case Op::gels:
-            return gels_flops(m, n, nrhs);
+            return std::max(0.0, gels_flops(m, n, nrhs));
     }
     return 0;
 }
@@ -489,7 +504,8 @@ int run(Op op, Uplo uplo, int count, int nrhs, const int* m_in, const int* n, co
     }
     const std::size_t pelem = pivots ? sizeof(int) : sizeof(T);
     HostBuffer hE(sizeof(Entry) * entries.size()), hA(sizeof(T) * abase[slices]),
-        hB(solve ? sizeof(T) * bbase[slices] : 1), hP(has_p ? pelem * pbase[slices] : 1);
+        hB(solve ? sizeof(T) * bbase[slices] : 1), hP(has_p ? pelem * pbase[slices] : 1),
+        hI(has_info ? sizeof(int) * entries.size() : 1);  // info too: pinned, so transfers overlap
     std::memcpy(hE.as<Entry>(), entries.data(), sizeof(Entry) * entries.size());
     std::vector<int> slice_of(flops.size());
     for (int s = 0; s < slices; ++s)
@@ -520,7 +536,7 @@ int run(Op op, Uplo uplo, int count, int nrhs, const int* m_in, const int* n, co
             if (L.P >= 0)
                 h[L.P] = handles.add(hP.as<char>() + pelem * pbase[s],
                                      static_cast<std::size_t>(pbase[s + 1] - pbase[s]), pelem);
-            if (L.info >= 0) h[L.info] = handles.add(info + lo, static_cast<std::size_t>(cnt), sizeof(int));
+            if (L.info >= 0) h[L.info] = handles.add(hI.as<int>() + lo, static_cast<std::size_t>(cnt), sizeof(int));
             Args args{op, uplo, opt.schedule, nrhs, cnt, 0, 0, 0, 0, 0, 0.0};
             for (int b = lo; b < lo + cnt; ++b) {
                 const int mb = rows(b), nb = n[b], kb = std::min(mb, nb);
@@ -536,6 +552,7 @@ int run(Op op, Uplo uplo, int count, int nrhs, const int* m_in, const int* n, co
     }  // unregistering waits for the tasks and brings every slice home
     throw_if_kernel_error();
 
+    if (has_info) std::memcpy(info, hI.as<int>(), sizeof(int) * entries.size());
     parallel_for(count, [&](int b) {
         const int mb = rows(b), nb = n[b], ld = std::max(1, mb);
         if (a_out && mb > 0 && nb > 0) copy_matrix(mb, nb, packedA(b), ld, A[b], lda[b], tri);
