@@ -23,6 +23,7 @@
 #include <cfloat>
 #include <climits>
 #include <cstddef>
+#include <cstdlib>
 
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/vbatched_kernels.hpp"
@@ -40,9 +41,15 @@ constexpr int kPanelSmemBytes = 96 * 1024;
 
 // ---- copied from batched/cuda/geqrf.cu (anonymous namespace there; same conventions) --------
 
-/// Columns a warp of the panel kernel owns at most.
-constexpr int kMaxOwned = 4;
-static_assert(kPanelWarps * kMaxOwned >= K, "every panel column has an owner");
+/// Warps of the panel kernel (kPanelWarps, or $STARFACT_VQR_PANEL_WARPS = 4 for measurements):
+/// a warp owns K / warps columns.
+int panel_warps() {
+    static const int w = [] {
+        const char* e = std::getenv("STARFACT_VQR_PANEL_WARPS");
+        return e != nullptr && std::atoi(e) == 4 ? 4 : kPanelWarps;
+    }();
+    return w;
+}
 
 template <class T>
 struct Safe;
@@ -136,7 +143,7 @@ __device__ void warp_apply(const T* v, T tau, T* col, int c, int mp, int lane) {
     __syncwarp();
 }
 
-template <class T>
+template <class T, int kMaxOwned>
 __device__ void warp_apply_owned(const T* v, T tau, T* P, int ldp, int first, int step, int iw, int c, int mp,
                                  int lane) {
     T s[kMaxOwned];
@@ -168,7 +175,7 @@ __device__ void warp_apply_owned(const T* v, T tau, T* P, int ldp, int first, in
     __syncwarp();
 }
 
-template <class T>
+template <class T, int OWN>
 __device__ void factor_panel(T* P, int ldp, int mp, int iw, T* s_tau) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     for (int c = 0; c < iw; ++c) {
@@ -180,7 +187,8 @@ __device__ void factor_panel(T* P, int ldp, int mp, int iw, T* s_tau) {
         const T t = s_tau[c];
         if (t == 0) continue;  // H = I, as LAPACK's larf
         const int first = c + 1 + ((warp - (c + 1)) % warps + warps) % warps;
-        if (first < iw) warp_apply_owned(P + static_cast<long long>(c) * ldp, t, P, ldp, first, warps, iw, c, mp, lane);
+        if (first < iw)
+            warp_apply_owned<T, OWN>(P + static_cast<long long>(c) * ldp, t, P, ldp, first, warps, iw, c, mp, lane);
     }
     __syncthreads();
 }
@@ -201,8 +209,8 @@ __device__ __forceinline__ bool locate(const int* m, const int* n, int b, Schedu
     return true;
 }
 
-template <class T>
-__global__ void __launch_bounds__(32 * kPanelWarps)
+template <class T, int W>
+__global__ void __launch_bounds__(32 * W)
     vgeqrf_panel_kernel(T* const* A, const int* m, const int* n, const int* lda, T* const* tau, T* Tws, Schedule s,
                         int kmax, int step, int smem_rows) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -224,11 +232,11 @@ __global__ void __launch_bounds__(32 * kPanelWarps)
         }
         __syncthreads();
     }
-    factor_panel(P, ldp, mp, iw, s_tau);  // ends with a barrier
+    factor_panel<T, K / W>(P, ldp, mp, iw, s_tau);  // ends with a barrier
     // G = V^T V, strict upper part: G(i, c) = V(c, i) + V(c+1:, i)^T V(c+1:, c), one warp a pair.
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int pairs = iw * (iw - 1) / 2;
-    for (int q = warp; q < pairs; q += kPanelWarps) {
+    for (int q = warp; q < pairs; q += W) {
         int c = 1, base = 0;
         while (base + c <= q) {
             base += c;
@@ -404,9 +412,15 @@ void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bd, const 
     T* Tws = carve.take<T>(static_cast<std::size_t>(K) * K * count);
     const int steps = vsteps(bd.kmax);
     const int smem_limit_rows = kPanelSmemBytes / static_cast<int>(sizeof(T) * K);
-    detail::check(
-        cudaFuncSetAttribute(vgeqrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kPanelSmemBytes),
-        "vgeqrf panel shared memory");
+    const int warps = panel_warps();
+    if (warps == 4)
+        detail::check(cudaFuncSetAttribute(vgeqrf_panel_kernel<T, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           kPanelSmemBytes),
+                      "vgeqrf panel shared memory");
+    else
+        detail::check(cudaFuncSetAttribute(vgeqrf_panel_kernel<T, kPanelWarps>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kPanelSmemBytes),
+                      "vgeqrf panel shared memory");
     for (int step = 0; step < steps; ++step) {
         // The most rows (columns) any matrix has from its panel's top (left) at this step.
         const int rows =
@@ -416,8 +430,12 @@ void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bd, const 
         if (rows <= 0) continue;
         const int smem_rows = rows <= smem_limit_rows ? rows : 0;
         const std::size_t dyn = sizeof(T) * static_cast<std::size_t>(smem_rows) * K;
-        vgeqrf_panel_kernel<T><<<static_cast<unsigned>(count), 32 * kPanelWarps, dyn, launch.stream>>>(
-            A, m, n, lda, tau, Tws, schedule, bd.kmax, step, smem_rows);
+        if (warps == 4)
+            vgeqrf_panel_kernel<T, 4><<<static_cast<unsigned>(count), 32 * 4, dyn, launch.stream>>>(
+                A, m, n, lda, tau, Tws, schedule, bd.kmax, step, smem_rows);
+        else
+            vgeqrf_panel_kernel<T, kPanelWarps><<<static_cast<unsigned>(count), 32 * kPanelWarps, dyn, launch.stream>>>(
+                A, m, n, lda, tau, Tws, schedule, bd.kmax, step, smem_rows);
         detail::check_launch("vgeqrf panel kernel");
         const int tiles = detail::ceil_div(cols - 1, K);
         if (tiles <= 0) continue;
