@@ -26,10 +26,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -300,17 +300,19 @@ void launch_potrs_small(cudaStream_t stream, int n, const T* const* A, View lv, 
 // ---- Leaf triangular solve from the right: X L^T = B (kTransL) or X L = B -------------------
 
 /// X is m x k (view xv), L is k x k lower (view lv), k <= kCut; X is overwritten. One
-/// block per (matrix, RPT * kSolveRows rows of X); RPT rows per thread, in registers, so that
-/// each broadcast entry of L feeds RPT fused multiply-adds. Matrices with a nonzero info (when
-/// info is given) are skipped. kStage: X goes through shared memory (coalesced for either
-/// orientation); else (X not transposed, rows contiguous along the threads) each thread loads
-/// and stores its rows directly, coalesced, and the block needs no shared memory for X.
-template <class T, bool kTransL, int RPT, bool kStage>
+/// block per (matrix, kSolveRows rows of X), one row per thread, in registers. Matrices with a
+/// nonzero info (when info is given) are skipped. kStage (X transposed in memory): X goes
+/// through shared memory, so that loads and stores stay coalesced; else each thread loads and
+/// stores its row directly (coalesced along the threads) and the block needs no shared memory
+/// for X. H100, FP64, 2000 x 512 lower (bench/results/2026-11-22-h100-batched-potrf-b5.jsonl):
+/// 9.78 ms so, against 10.11 ms with X staged and two rows per thread, 11.41 ms with two rows
+/// per thread loaded directly (twice the registers).
+template <class T, bool kTransL, bool kStage>
 __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
                                                                int k, const int* info, int count, int row_blocks) {
     constexpr int K = kCut;
     constexpr int LK = K + 1;
-    constexpr int R = RPT * kSolveRows;  // rows of X per block
+    constexpr int R = kSolveRows;  // rows of X per block
     constexpr int LX = R + 1;
     __shared__ T sL[K * LK];
     __shared__ T sD[K];  // 1 / L(j, j)
@@ -344,50 +346,33 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
     }
     __syncthreads();
 
-    T xr[RPT][K];
+    const int row = row0 + tid;
+    T xr[K];
 #pragma unroll
-    for (int p = 0; p < RPT; ++p) {
-        const int row = row0 + tid + p * kSolveRows;
-#pragma unroll
-        for (int j = 0; j < K; ++j) {
-            if constexpr (kStage)
-                xr[p][j] = sX[tid + p * kSolveRows + j * LX];
-            else
-                xr[p][j] = (row < m && j < k) ? x[xv.idx(row, j)] : T(0);
-        }
+    for (int j = 0; j < K; ++j) {
+        if constexpr (kStage)
+            xr[j] = sX[tid + j * LX];
+        else
+            xr[j] = (row < m && j < k) ? x[xv.idx(row, j)] : T(0);
     }
     if constexpr (kTransL) {
 #pragma unroll
         for (int j = 0; j < K; ++j) {
-            const T dinv = sD[j];
+            xr[j] *= sD[j];
 #pragma unroll
-            for (int p = 0; p < RPT; ++p) xr[p][j] *= dinv;
-#pragma unroll
-            for (int q = j + 1; q < K; ++q) {
-                const T lqj = sL[q + j * LK];
-#pragma unroll
-                for (int p = 0; p < RPT; ++p) xr[p][q] -= xr[p][j] * lqj;
-            }
+            for (int q = j + 1; q < K; ++q) xr[q] -= xr[j] * sL[q + j * LK];
         }
     } else {
 #pragma unroll
         for (int j = K - 1; j >= 0; --j) {
-            const T dinv = sD[j];
+            xr[j] *= sD[j];
 #pragma unroll
-            for (int p = 0; p < RPT; ++p) xr[p][j] *= dinv;
-#pragma unroll
-            for (int q = 0; q < j; ++q) {
-                const T ljq = sL[j + q * LK];
-#pragma unroll
-                for (int p = 0; p < RPT; ++p) xr[p][q] -= xr[p][j] * ljq;
-            }
+            for (int q = 0; q < j; ++q) xr[q] -= xr[j] * sL[j + q * LK];
         }
     }
     if constexpr (kStage) {
 #pragma unroll
-        for (int p = 0; p < RPT; ++p)
-#pragma unroll
-            for (int j = 0; j < K; ++j) sX[tid + p * kSolveRows + j * LX] = xr[p][j];
+        for (int j = 0; j < K; ++j) sX[tid + j * LX] = xr[j];
         __syncthreads();
 
 #pragma unroll
@@ -397,57 +382,25 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
             if (row0 + i < m && j < k) x[xv.idx(row0 + i, j)] = sX[i + j * LX];
         }
     } else {
+        if (row < m) {
 #pragma unroll
-        for (int p = 0; p < RPT; ++p) {
-            const int row = row0 + tid + p * kSolveRows;
-            if (row < m) {
-#pragma unroll
-                for (int j = 0; j < K; ++j)
-                    if (j < k) x[xv.idx(row, j)] = xr[p][j];
-            }
+            for (int j = 0; j < K; ++j)
+                if (j < k) x[xv.idx(row, j)] = xr[j];
         }
     }
-}
-
-template <class T, bool kTransL, int RPT>
-void launch_trsm_leaf_rows(cudaStream_t stream, bool stage, T* const* X, View xv, const T* const* L, View lv, int m,
-                           int k, const int* info, int count) {
-    const int row_blocks = detail::ceil_div(m, RPT * kSolveRows);
-    const auto blocks = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
-    if (stage)
-        trsm_leaf_kernel<T, kTransL, RPT, true>
-            <<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
-    else
-        trsm_leaf_kernel<T, kTransL, RPT, false>
-            <<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
 }
 
 template <class T, bool kTransL>
 void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
                       const int* info, int count) {
-    // One row per thread (64 rows per block). STARFACT_BATCHED_TRSM_RPT=2 (read once per
-    // process) gives two rows per thread once there are more than 64: each broadcast entry of L
-    // feeds two rows, but twice the registers (with X loaded directly) or shared memory (staged)
-    // per block. H100, FP64, 2000 x 512 (commit 463ebb0, where two rows were the default): lower
-    // 9.78 ms with one row against 11.41 (direct) and 10.11 ms (staged) with two; upper 10.12
-    // against 10.30 ms; 1000 x 256 1.19 against 1.36 / 1.19 ms (bench/results/
-    // 2026-11-22-h100-batched-potrf-b5.jsonl).
-    static const bool one_row = [] {
-        const char* s = std::getenv("STARFACT_BATCHED_TRSM_RPT");
-        return !(s != nullptr && std::strcmp(s, "2") == 0);
-    }();
-    // X not transposed is loaded straight into registers (no staging: a quarter of the shared
-    // memory, more blocks per SM) unless STARFACT_BATCHED_TRSM_STAGE=1 (read once per process;
-    // with one row per thread, 2000 x 512 lower: 9.78 ms direct, staged not measured alone).
-    static const bool force_stage = [] {
-        const char* s = std::getenv("STARFACT_BATCHED_TRSM_STAGE");
-        return s != nullptr && std::strcmp(s, "1") == 0;
-    }();
-    const bool stage = xv.trans || force_stage;
-    if (m > kSolveRows && !one_row)
-        launch_trsm_leaf_rows<T, kTransL, 2>(stream, stage, X, xv, L, lv, m, k, info, count);
+    const int row_blocks = detail::ceil_div(m, kSolveRows);
+    const auto blocks = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
+    if (xv.trans)
+        trsm_leaf_kernel<T, kTransL, true><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
+                                                                             row_blocks);
     else
-        launch_trsm_leaf_rows<T, kTransL, 1>(stream, stage, X, xv, L, lv, m, k, info, count);
+        trsm_leaf_kernel<T, kTransL, false><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
+                                                                              row_blocks);
     detail::check_launch("potrf trsm leaf kernel");
 }
 
@@ -588,17 +541,6 @@ __global__ void __launch_bounds__(kSyrkThreads)
 
 // ---- Batched gemm through cuBLAS on sub-blocks ----------------------------------------------
 
-template <class T>
-__global__ void gemm_pointers_kernel(const T* const* A, long long oa, const T* const* B, long long ob, T* const* C,
-                                     long long oc, const T** pa, const T** pb, T** pc, int count) {
-    const int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b < count) {
-        pa[b] = A[b] + oa;
-        pb[b] = B[b] + ob;
-        pc[b] = C[b] + oc;
-    }
-}
-
 /// Up to kPtrJobs gemms' pointer arrays in one launch (the offsets of a whole recursion are
 /// known before it runs): job g writes pa/pb/pc[g * count + b] = base[b] + offset.
 constexpr int kPtrJobs = 64;
@@ -660,84 +602,18 @@ int split(int n) {
     return kCut * ((blocks + 1) / 2);
 }
 
-/// STARFACT_BATCHED_POTRF_TIMING=1 (read once per process): the recursion times its launches by
-/// kind with CUDA events (synchronizing the stream at the end of each potrf / potrs call) and
-/// prints the totals per kind to stderr when the process exits. For profiling without a
-/// profiler; it adds an event pair per launch.
-class LaunchTiming {
-public:
-    enum Kind { kLeaf, kTrsmLeaf, kSyrkDiag, kGemmTrsm, kGemmSyrk, kPointers, kKinds };
-    static bool on() {
-        static const bool v = [] {
-            const char* s = std::getenv("STARFACT_BATCHED_POTRF_TIMING");
-            return s != nullptr && std::strcmp(s, "1") == 0;
-        }();
-        return v;
-    }
-    void begin(cudaStream_t s) {
-        if (!on()) return;
-        cudaEvent_t e;
-        cudaEventCreate(&e);
-        cudaEventRecord(e, s);
-        open_ = e;
-    }
-    void end(cudaStream_t s, Kind k) {
-        if (!on()) return;
-        cudaEvent_t e;
-        cudaEventCreate(&e);
-        cudaEventRecord(e, s);
-        marks_.push_back({open_, e, k});
-    }
-    ~LaunchTiming() {
-        if (marks_.empty()) return;
-        cudaEventSynchronize(marks_.back().stop);
-        for (const Mark& m : marks_) {
-            float ms = 0;
-            if (cudaEventElapsedTime(&ms, m.start, m.stop) == cudaSuccess) totals()[m.kind] += ms;
-            counts()[m.kind] += 1;
-            cudaEventDestroy(m.start);
-            cudaEventDestroy(m.stop);
-        }
-        static const bool registered = [] { return std::atexit(print) == 0; }();
-        (void)registered;
-    }
-
-private:
-    struct Mark {
-        cudaEvent_t start, stop;
-        Kind kind;
-    };
-    static double* totals() {
-        static double t[kKinds] = {};
-        return t;
-    }
-    static long* counts() {
-        static long c[kKinds] = {};
-        return c;
-    }
-    static void print() {
-        static const char* names[kKinds] = {"potrf leaf", "trsm leaf", "syrk diagonal", "gemm (trsm)", "gemm (syrk)",
-                                            "gemm pointers"};
-        for (int k = 0; k < kKinds; ++k)
-            std::fprintf(stderr, "batched potrf/potrs timing: %-14s %8ld launches %12.3f ms\n", names[k], counts()[k],
-                         totals()[k]);
-    }
-    cudaEvent_t open_{};
-    std::vector<Mark> marks_;
-};
-
 /// The batch-wide recursion: every call is one launch (or two) over all matrices.
 ///
-/// The batched gemms' pointer arrays: with `slots` > 1 the recursion is first walked without
-/// launching anything (plan), its gemms' offsets recorded, and every pointer array written by
-/// one launch (per kPtrJobs gemms) before the real walk, which takes gemm g's arrays from slot
-/// g; with one slot each gemm writes its arrays just before it runs (one more launch per gemm).
-/// STARFACT_BATCHED_POTRF_PTRS=each (read once per process) forces the latter, for benchmarks.
+/// The batched gemms' pointer arrays: the recursion is first walked without launching anything
+/// (plan), its gemms' offsets recorded, and every pointer array written by one launch per
+/// kPtrJobs gemms before the real walk, which takes gemm g's arrays from slot g. (A launch
+/// writing each gemm's arrays just before it measured 10.19 against 10.11 ms for 2000 x 512
+/// lower on the H100, commit 463ebb0.)
 template <class T>
 class Batch {
 public:
-    /// slots: gemm pointer-array slots to carve (0: no gemm; 1: one, rewritten per gemm; else
-    /// at least the number of gemms of the walk, see gemms()).
+    /// slots: gemm pointer-array slots to carve, at least the number of gemms of the walk (see
+    /// gemms()); 0 only for planning.
     Batch(const Launch& launch, int count, int* info, int slots)
         : launch_(launch), count_(count), info_(info), slots_(slots) {
         if (slots > 0) {
@@ -764,49 +640,32 @@ public:
         return static_cast<int>(b.plan_.size());
     }
 
-    /// Runs walk(*this) (calls to potrf / trsm), with every gemm pointer array written up front
-    /// when the slots allow it.
+    /// Runs walk(*this) (calls to potrf / trsm), every gemm pointer array written up front.
     template <class Walk>
     void run(Walk&& walk) {
-        if (slots_ > 1) {
-            planning_ = true;
-            plan_.clear();
-            walk(*this);
-            planning_ = false;
-            if (static_cast<int>(plan_.size()) <= slots_) {
-                write_pointers();
-                planned_ = true;
-                next_ = 0;
-            }
-        }
+        planning_ = true;
+        plan_.clear();
         walk(*this);
-        planned_ = false;
+        planning_ = false;
+        if (static_cast<int>(plan_.size()) > slots_)
+            throw std::logic_error("batched potrf: fewer gemm pointer slots than gemms");
+        write_pointers();
+        next_ = 0;
+        walk(*this);
     }
 
     /// C (m x n) <- C - A op(B): op(B) = B^T (B is n x k) when b_trans, else B (k x n).
     void gemm_minus(T* const* Cp, View c, const T* const* Ap, View a, const T* const* Bp, View bv, bool b_trans, int m,
-                    int n, int k, LaunchTiming::Kind kind = LaunchTiming::kGemmTrsm) {
+                    int n, int k) {
         if (m <= 0 || n <= 0 || k <= 0) return;
         if (planning_) {
             plan_.push_back(Job{Ap, Bp, Cp, a.off, bv.off, c.off});
             return;
         }
-        const T** pa = pa_;
-        const T** pb = pb_;
-        T** pc = pc_;
-        if (planned_) {
-            const std::size_t o = static_cast<std::size_t>(next_++) * count_;
-            pa += o;
-            pb += o;
-            pc += o;
-        } else {
-            timing_.begin(launch_.stream);
-            gemm_pointers_kernel<<<detail::ceil_div(count_, 256), 256, 0, launch_.stream>>>(Ap, a.off, Bp, bv.off, Cp,
-                                                                                            c.off, pa, pb, pc, count_);
-            detail::check_launch("potrf gemm pointers");
-            timing_.end(launch_.stream, LaunchTiming::kPointers);
-        }
-        timing_.begin(launch_.stream);
+        const std::size_t o = static_cast<std::size_t>(next_++) * count_;
+        const T** pa = pa_ + o;
+        const T** pb = pb_ + o;
+        T** pc = pc_ + o;
         // The operand wanted is V (tr false) or V^T; memory holds V or V^T (trans).
         auto op = [](const View& v, bool tr) { return v.trans != tr ? CUBLAS_OP_T : CUBLAS_OP_N; };
         const T minus_one = T(-1), one = T(1);
@@ -818,7 +677,6 @@ public:
             detail::check(gemm_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, pb, bv.ld,
                                        pa, a.ld, &one, pc, c.ld, count_),
                           "cublas gemmBatched");
-        timing_.end(launch_.stream, kind);
     }
 
     /// X (m x k) <- X L^{-T} (trans_l) or X L^{-1}; L k x k lower.
@@ -826,12 +684,10 @@ public:
         if (m <= 0 || k <= 0) return;
         if (k <= kCut) {
             if (planning_) return;
-            timing_.begin(launch_.stream);
             if (trans_l)
                 launch_trsm_leaf<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
             else
                 launch_trsm_leaf<T, false>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
-            timing_.end(launch_.stream, LaunchTiming::kTrsmLeaf);
             return;
         }
         const int k1 = split(k), k2 = k - k1;
@@ -851,7 +707,6 @@ public:
         if (n <= 0 || k <= 0) return;
         rectangles(Cp, c, a, n, k);
         if (planning_) return;
-        timing_.begin(launch_.stream);
         const int diag_blocks = detail::ceil_div(n, kCut);
         const long long blocks = static_cast<long long>(diag_blocks) * count_;
         if constexpr (std::is_same_v<T, double>)
@@ -861,15 +716,12 @@ public:
             syrk_diag_kernel<T><<<static_cast<unsigned>(blocks), kSyrkThreads, 0, launch_.stream>>>(
                 Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
         detail::check_launch("potrf syrk diagonal kernel");
-        timing_.end(launch_.stream, LaunchTiming::kSyrkDiag);
     }
 
     void potrf(T* const* Ap, View v, int off, int n) {
         if (n <= kLeafMax) {
             if (planning_) return;
-            timing_.begin(launch_.stream);
             launch_leaf<T>(launch_.stream, n, Ap, v.at(off, off), info_, off, off > 0, count_);
-            timing_.end(launch_.stream, LaunchTiming::kLeaf);
             return;
         }
         const int n1 = split(n), n2 = n - n1;
@@ -884,7 +736,7 @@ private:
     void rectangles(T* const* Cp, View c, View a, int n, int k) {
         if (n <= kCut) return;
         const int n1 = split(n), n2 = n - n1;
-        gemm_minus(Cp, c.at(n1, 0), Cp, a.at(n1, 0), Cp, a, true, n2, n1, k, LaunchTiming::kGemmSyrk);
+        gemm_minus(Cp, c.at(n1, 0), Cp, a.at(n1, 0), Cp, a, true, n2, n1, k);
         rectangles(Cp, c, a, n1, k);
         rectangles(Cp, c.at(n1, n1), a.at(n1, 0), n2, k);
     }
@@ -911,10 +763,8 @@ private:
             }
             const std::size_t o = g0 * static_cast<std::size_t>(count_);
             const dim3 grid(detail::ceil_div(count_, 256), jobs);
-            timing_.begin(launch_.stream);
             gemm_pointers_many_kernel<T><<<grid, 256, 0, launch_.stream>>>(p, pa_ + o, pb_ + o, pc_ + o, count_);
-            detail::check_launch("potrf gemm pointers (planned)");
-            timing_.end(launch_.stream, LaunchTiming::kPointers);
+            detail::check_launch("potrf gemm pointers");
         }
     }
 
@@ -926,21 +776,9 @@ private:
     const T** pb_ = nullptr;
     T** pc_ = nullptr;
     bool planning_ = false;
-    bool planned_ = false;
     int next_ = 0;
     std::vector<Job> plan_;
-    LaunchTiming timing_;
 };
-
-/// Whether the gemms' pointer arrays are written up front (default) or per gemm
-/// (STARFACT_BATCHED_POTRF_PTRS=each).
-bool planned_pointers() {
-    static const bool planned = [] {
-        const char* s = std::getenv("STARFACT_BATCHED_POTRF_PTRS");
-        return !(s != nullptr && std::strcmp(s, "each") == 0);
-    }();
-    return planned;
-}
 
 /// The walks of potrf (order n > kLeafMax) and of potrs's recursion (order n > kCut).
 template <class T>
@@ -963,16 +801,13 @@ struct PotrsWalk {
     }
 };
 
-/// Pointer-array slots of potrf / potrs's recursion at order n: one per gemm of the walk
-/// (planned), or one.
+/// Pointer-array slots of potrf / potrs's recursion at order n: one per gemm of the walk.
 template <class T>
 int potrf_slots(int n) {
-    if (!planned_pointers()) return 1;
     return std::max(1, Batch<T>::gemms(PotrfWalk<T>{nullptr, make_view(n, false), n}));
 }
 template <class T>
 int potrs_slots(int n, int nrhs) {
-    if (!planned_pointers()) return 1;
     return std::max(1, Batch<T>::gemms(PotrsWalk<T>{nullptr, make_view(n, true), nullptr, make_view(n, false), n, nrhs}));
 }
 
