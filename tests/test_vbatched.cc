@@ -686,19 +686,44 @@ TYPED_TEST(VBatchedTasks, SlicesGiveTheHostPathsResults) {
             }
             auto hQ = Q, hG = G, hD = D;
             auto pq = ptrs(Q), phq = ptrs(hQ), pg = ptrs(G), phg = ptrs(hG), pd = ptrs(D), phd = ptrs(hD);
+            // QR: within a few rounding errors, not bitwise: OpenBLAS's level-2 kernels round
+            // differently with the packed slices' alignment on some CPUs (the H100 host's).
+            const double eps = ScalarTraits<T>::eps;
             batched::tasks::vgeqrf<T>(m.data(), qn.data(), pq.data(), ldq.data(), pt.data(), count, opt);
             batched::vgeqrf<T>(m.data(), qn.data(), phq.data(), ldq.data(), pht.data(), count);
-            EXPECT_TRUE(same_bytes(Q, hQ));
-            for (int b = 0; b < count; ++b)
-                EXPECT_EQ(std::memcmp(tau[b].data(), htau[b].data(), tau[b].size() * sizeof(T)), 0) << b;
+            for (int b = 0; b < count; ++b) {
+                const double tol = 50.0 * std::max(1, std::max(m[b], qn[b])) * eps * std::max(1.0, max_abs(hQ[b]));
+                EXPECT_LE(max_abs_diff(Q[b], hQ[b]), tol) << "matrix " << b;
+                EXPECT_EQ(non_nan_in_padding(Q[b]), 0) << "matrix " << b;
+                for (std::size_t i = 0; i < tau[b].size(); ++i) {
+                    if (i < static_cast<std::size_t>(std::min(m[b], qn[b]))) {
+                        EXPECT_LE(std::abs(static_cast<double>(tau[b][i] - htau[b][i])), tol) << "matrix " << b;
+                    } else {
+                        EXPECT_TRUE(std::isnan(tau[b][i])) << "matrix " << b << ": tau past min(m, n) written";
+                    }
+                }
+            }
             const int gf = batched::tasks::vgels<T>(tm.data(), tn.data(), nrhs, pg.data(), ldt.data(), pgt.data(),
                                                     pd.data(), ldt.data(), info.data(), count, opt);
             EXPECT_EQ(gf, batched::vgels<T>(tm.data(), tn.data(), nrhs, phg.data(), ldt.data(), phgt.data(), phd.data(),
                                             ldt.data(), hinfo.data(), count));
             EXPECT_GT(gf, 0);
             EXPECT_EQ(info, hinfo);
-            EXPECT_TRUE(same_bytes(G, hG));
-            EXPECT_TRUE(same_bytes(D, hD));
+            for (int b = 0; b < count; ++b) {
+                const double tol = 50.0 * std::max(1, tm[b]) * eps * std::max(1.0, max_abs(hG[b]));
+                EXPECT_LE(max_abs_diff(G[b], hG[b]), tol) << "matrix " << b;
+                if (info[b] != 0 || tn[b] == 0) {
+                    EXPECT_TRUE(same_bytes(std::vector<HostMatrix<T>>{D[b]}, std::vector<HostMatrix<T>>{hD[b]}))
+                        << "matrix " << b << ": B changed";
+                    continue;
+                }
+                auto A0 = random_matrix<T>(tm[b], tn[b], ldt[b], this->seed() + 11ULL * b);
+                auto B0 = random_matrix<T>(tm[b], nrhs, ldt[b], this->seed() + 13ULL * b);
+                EXPECT_PRED_FORMAT1(ResidualPasses,
+                                    batched::residuals::least_squares(tm[b], tn[b], nrhs, A0.ptr(), A0.ld, D[b].ptr(),
+                                                                      D[b].ld, B0.ptr(), B0.ld))
+                    << "matrix " << b;
+            }
         }
     }
     // Arguments are checked before anything runs, as on the host path.
