@@ -58,6 +58,9 @@ constexpr int kSolveChunk = 4;
 constexpr int kLeafThreads = 128;
 /// Rows of the right-hand side per block in the leaf triangular solve.
 constexpr int kSolveRows = 64;
+/// Width of the trsm leaf where X is not transposed in memory (the lower factorization): the
+/// solve of up to kWideLeaf columns in one kernel, one row per thread in registers.
+constexpr int kWideLeaf = 64;
 /// Threads per block of the diagonal-block symmetric update.
 constexpr int kSyrkThreads = 64;
 /// potrs of orders above kCut with at most kPotrsBlockMaxNrhs right-hand sides: the block
@@ -307,10 +310,9 @@ void launch_potrs_small(cudaStream_t stream, int n, const T* const* A, View lv, 
 /// for X. H100, FP64, 2000 x 512 lower (bench/results/2026-11-22-h100-batched-potrf-b5.jsonl):
 /// 9.78 ms so, against 10.11 ms with X staged and two rows per thread, 11.41 ms with two rows
 /// per thread loaded directly (twice the registers).
-template <class T, bool kTransL, bool kStage>
+template <class T, bool kTransL, bool kStage, int K>
 __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
                                                                int k, const int* info, int count, int row_blocks) {
-    constexpr int K = kCut;
     constexpr int LK = K + 1;
     constexpr int R = kSolveRows;  // rows of X per block
     constexpr int LX = R + 1;
@@ -347,13 +349,16 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
     __syncthreads();
 
     const int row = row0 + tid;
+    // Unstaged, X is not transposed: row `row` runs along memory at a stride of its ld.
+    T* const xrow = kStage ? nullptr : x + xv.idx(row < m ? row : 0, 0);
+    const long long ldx = xv.cs;
     T xr[K];
 #pragma unroll
     for (int j = 0; j < K; ++j) {
         if constexpr (kStage)
             xr[j] = sX[tid + j * LX];
         else
-            xr[j] = (row < m && j < k) ? x[xv.idx(row, j)] : T(0);
+            xr[j] = (row < m && j < k) ? xrow[j * ldx] : T(0);
     }
     if constexpr (kTransL) {
 #pragma unroll
@@ -385,7 +390,7 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
         if (row < m) {
 #pragma unroll
             for (int j = 0; j < K; ++j)
-                if (j < k) x[xv.idx(row, j)] = xr[j];
+                if (j < k) xrow[j * ldx] = xr[j];
         }
     }
 }
@@ -396,11 +401,14 @@ void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const*
     const int row_blocks = detail::ceil_div(m, kSolveRows);
     const auto blocks = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
     if (xv.trans)
-        trsm_leaf_kernel<T, kTransL, true><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
-                                                                             row_blocks);
+        trsm_leaf_kernel<T, kTransL, true, kCut><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
+                                                                                   row_blocks);
+    else if (k <= kCut)
+        trsm_leaf_kernel<T, kTransL, false, kCut><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
+                                                                                    row_blocks);
     else
-        trsm_leaf_kernel<T, kTransL, false><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
-                                                                              row_blocks);
+        trsm_leaf_kernel<T, kTransL, false, kWideLeaf><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info,
+                                                                                         count, row_blocks);
     detail::check_launch("potrf trsm leaf kernel");
 }
 
@@ -596,6 +604,24 @@ private:
     cublasPointerMode_t saved_ = CUBLAS_POINTER_MODE_HOST;
 };
 
+// TEMPORARY measurement switches (removed after the H100 run): STARFACT_TMP_WIDE=0 keeps the
+// 32-column trsm leaf everywhere; STARFACT_TMP_GROUP=0 issues the symmetric update's rectangles
+// one gemm each.
+bool tmp_wide() {
+    static const bool v = [] {
+        const char* s = std::getenv("STARFACT_TMP_WIDE");
+        return !(s != nullptr && std::strcmp(s, "0") == 0);
+    }();
+    return v;
+}
+bool tmp_group() {
+    static const bool v = [] {
+        const char* s = std::getenv("STARFACT_TMP_GROUP");
+        return !(s != nullptr && std::strcmp(s, "0") == 0);
+    }();
+    return v;
+}
+
 /// Where the recursion cuts an order n > kCut: a multiple of kCut near n / 2.
 int split(int n) {
     const int blocks = detail::ceil_div(n, kCut);
@@ -611,6 +637,13 @@ int split(int n) {
 /// lower on the H100, commit 463ebb0.)
 template <class T>
 class Batch {
+    struct Job {
+        const T* const* A;
+        const T* const* B;
+        T* const* C;
+        long long oa, ob, oc;
+    };
+
 public:
     /// slots: gemm pointer-array slots to carve, at least the number of gemms of the walk (see
     /// gemms()); 0 only for planning.
@@ -658,11 +691,20 @@ public:
     void gemm_minus(T* const* Cp, View c, const T* const* Ap, View a, const T* const* Bp, View bv, bool b_trans, int m,
                     int n, int k) {
         if (m <= 0 || n <= 0 || k <= 0) return;
+        const Job job{Ap, Bp, Cp, a.off, bv.off, c.off};
+        gemm_jobs(&job, 1, c, a, bv, b_trans, m, n, k);
+    }
+
+    /// gemm_minus for `jobs` gemms of the same shape and views but for their offsets (independent:
+    /// none reads what another writes), in one batched gemm over jobs * count problems.
+    void gemm_jobs(const Job* job, int jobs, View c, View a, View bv, bool b_trans, int m, int n, int k) {
         if (planning_) {
-            plan_.push_back(Job{Ap, Bp, Cp, a.off, bv.off, c.off});
+            plan_.insert(plan_.end(), job, job + jobs);
             return;
         }
-        const std::size_t o = static_cast<std::size_t>(next_++) * count_;
+        const std::size_t o = static_cast<std::size_t>(next_) * count_;
+        next_ += jobs;
+        const int problems = jobs * count_;
         const T** pa = pa_ + o;
         const T** pb = pb_ + o;
         T** pc = pc_ + o;
@@ -671,18 +713,18 @@ public:
         const T minus_one = T(-1), one = T(1);
         if (!c.trans)
             detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa, a.ld,
-                                       pb, bv.ld, &one, pc, c.ld, count_),
+                                       pb, bv.ld, &one, pc, c.ld, problems),
                           "cublas gemmBatched");
         else  // memory holds C^T: C^T <- C^T - op(B)^T A^T
             detail::check(gemm_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, pb, bv.ld,
-                                       pa, a.ld, &one, pc, c.ld, count_),
+                                       pa, a.ld, &one, pc, c.ld, problems),
                           "cublas gemmBatched");
     }
 
     /// X (m x k) <- X L^{-T} (trans_l) or X L^{-1}; L k x k lower.
     void trsm(bool trans_l, T* const* Xp, View x, const T* const* Lp, View l, int m, int k, const int* info) {
         if (m <= 0 || k <= 0) return;
-        if (k <= kCut) {
+        if (k <= (!x.trans && tmp_wide() ? kWideLeaf : kCut)) {
             if (planning_) return;
             if (trans_l)
                 launch_trsm_leaf<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
@@ -734,19 +776,45 @@ public:
 private:
     // The off-diagonal rectangles of the symmetric update, by the same cuts as the leaves.
     void rectangles(T* const* Cp, View c, View a, int n, int k) {
+        if (!tmp_group()) return rectangles_each(Cp, c, a, n, k);
+        // Level by level (the rectangles are independent): those of one level with the same
+        // shape go to one batched gemm.
+        struct Node {
+            View c, a;
+            int n;
+        };
+        std::vector<Node> level{{c, a, n}}, next;
+        std::vector<Job> jobs;
+        while (!level.empty()) {
+            next.clear();
+            std::size_t i = 0;
+            while (i < level.size()) {
+                if (level[i].n <= kCut) {
+                    ++i;
+                    continue;
+                }
+                const int n1 = split(level[i].n), n2 = level[i].n - n1;
+                jobs.clear();
+                std::size_t j = i;
+                for (; j < level.size() && level[j].n == level[i].n; ++j) {
+                    const Node& r = level[j];
+                    jobs.push_back(Job{Cp, Cp, Cp, r.a.at(n1, 0).off, r.a.off, r.c.at(n1, 0).off});
+                    next.push_back({r.c, r.a, n1});
+                    next.push_back({r.c.at(n1, n1), r.a.at(n1, 0), n2});
+                }
+                gemm_jobs(jobs.data(), static_cast<int>(jobs.size()), c, a, a, true, n2, n1, k);
+                i = j;
+            }
+            level.swap(next);
+        }
+    }
+    void rectangles_each(T* const* Cp, View c, View a, int n, int k) {
         if (n <= kCut) return;
         const int n1 = split(n), n2 = n - n1;
         gemm_minus(Cp, c.at(n1, 0), Cp, a.at(n1, 0), Cp, a, true, n2, n1, k);
-        rectangles(Cp, c, a, n1, k);
-        rectangles(Cp, c.at(n1, n1), a.at(n1, 0), n2, k);
+        rectangles_each(Cp, c, a, n1, k);
+        rectangles_each(Cp, c.at(n1, n1), a.at(n1, 0), n2, k);
     }
-
-    struct Job {
-        const T* const* A;
-        const T* const* B;
-        T* const* C;
-        long long oa, ob, oc;
-    };
 
     void write_pointers() {
         for (std::size_t g0 = 0; g0 < plan_.size(); g0 += kPtrJobs) {
