@@ -13,7 +13,7 @@
 // The triangular solves recurse the same way down to kCut-column leaves (our kernel: the leaf's
 // triangle in shared memory, one row of the right-hand side per thread), with the off-diagonal
 // updates as cuBLAS batched gemms; the symmetric update is the same recursion over its
-// rectangles (batched gemms) plus our kernel for its kCut x kCut diagonal blocks, which writes
+// rectangles (batched gemms, one per level and shape) plus our kernel for its kCut x kCut diagonal blocks, which writes
 // only their named triangle. The upper case is the lower one read through transposed indices:
 // every kernel and gemm takes a View that maps (i, j) of the lower factor L = U^T to memory.
 //
@@ -58,9 +58,6 @@ constexpr int kSolveChunk = 4;
 constexpr int kLeafThreads = 128;
 /// Rows of the right-hand side per block in the leaf triangular solve.
 constexpr int kSolveRows = 64;
-/// Width of the trsm leaf where X is not transposed in memory (the lower factorization): the
-/// solve of up to kWideLeaf columns in one kernel, one row per thread in registers.
-constexpr int kWideLeaf = 64;
 /// Threads per block of the diagonal-block symmetric update.
 constexpr int kSyrkThreads = 64;
 /// potrs of orders above kCut with at most kPotrsBlockMaxNrhs right-hand sides: the block
@@ -302,6 +299,17 @@ void launch_potrs_small(cudaStream_t stream, int n, const T* const* A, View lv, 
 
 // ---- Leaf triangular solve from the right: X L^T = B (kTransL) or X L = B -------------------
 
+// TEMPORARY measurement switch (removed after the H100 run): STARFACT_TMP_LB=8 or 10 launches
+// the unstaged trsm leaf compiled for that many blocks of kSolveRows threads per SM (at most
+// 128 or 102 registers).
+int tmp_lb() {
+    static const int v = [] {
+        const char* s = std::getenv("STARFACT_TMP_LB");
+        return s != nullptr ? std::atoi(s) : 0;
+    }();
+    return v;
+}
+
 /// X is m x k (view xv), L is k x k lower (view lv), k <= kCut; X is overwritten. One
 /// block per (matrix, kSolveRows rows of X), one row per thread, in registers. Matrices with a
 /// nonzero info (when info is given) are skipped. kStage (X transposed in memory): X goes
@@ -310,9 +318,10 @@ void launch_potrs_small(cudaStream_t stream, int n, const T* const* A, View lv, 
 /// for X. H100, FP64, 2000 x 512 lower (bench/results/2026-11-22-h100-batched-potrf-b5.jsonl):
 /// 9.78 ms so, against 10.11 ms with X staged and two rows per thread, 11.41 ms with two rows
 /// per thread loaded directly (twice the registers).
-template <class T, bool kTransL, bool kStage, int K>
-__global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
-                                                               int k, const int* info, int count, int row_blocks) {
+template <class T, bool kTransL, bool kStage>
+__device__ __forceinline__ void trsm_leaf(T* const* X, View xv, const T* const* L, View lv, int m, int k,
+                                          const int* info, int count, int row_blocks) {
+    constexpr int K = kCut;
     constexpr int LK = K + 1;
     constexpr int R = kSolveRows;  // rows of X per block
     constexpr int LX = R + 1;
@@ -349,16 +358,13 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
     __syncthreads();
 
     const int row = row0 + tid;
-    // Unstaged, X is not transposed: row `row` runs along memory at a stride of its ld.
-    T* const xrow = kStage ? nullptr : x + xv.idx(row < m ? row : 0, 0);
-    const long long ldx = xv.cs;
     T xr[K];
 #pragma unroll
     for (int j = 0; j < K; ++j) {
         if constexpr (kStage)
             xr[j] = sX[tid + j * LX];
         else
-            xr[j] = (row < m && j < k) ? xrow[j * ldx] : T(0);
+            xr[j] = (row < m && j < k) ? x[xv.idx(row, j)] : T(0);
     }
     if constexpr (kTransL) {
 #pragma unroll
@@ -390,9 +396,21 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
         if (row < m) {
 #pragma unroll
             for (int j = 0; j < K; ++j)
-                if (j < k) xrow[j * ldx] = xr[j];
+                if (j < k) x[xv.idx(row, j)] = xr[j];
         }
     }
+}
+
+template <class T, bool kTransL, bool kStage>
+__global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
+                                                               int k, const int* info, int count, int row_blocks) {
+    trsm_leaf<T, kTransL, kStage>(X, xv, L, lv, m, k, info, count, row_blocks);
+}
+template <class T, bool kTransL, int MinBlocks>
+__global__ void __launch_bounds__(kSolveRows, MinBlocks)
+    trsm_leaf_kernel_lb(T* const* X, View xv, const T* const* L, View lv, int m, int k, const int* info, int count,
+                        int row_blocks) {
+    trsm_leaf<T, kTransL, false>(X, xv, L, lv, m, k, info, count, row_blocks);
 }
 
 template <class T, bool kTransL>
@@ -401,14 +419,17 @@ void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const*
     const int row_blocks = detail::ceil_div(m, kSolveRows);
     const auto blocks = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
     if (xv.trans)
-        trsm_leaf_kernel<T, kTransL, true, kCut><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
-                                                                                   row_blocks);
-    else if (k <= kCut)
-        trsm_leaf_kernel<T, kTransL, false, kCut><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
-                                                                                    row_blocks);
+        trsm_leaf_kernel<T, kTransL, true><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
+                                                                             row_blocks);
+    else if (tmp_lb() == 8)
+        trsm_leaf_kernel_lb<T, kTransL, 8><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
+                                                                             row_blocks);
+    else if (tmp_lb() == 10)
+        trsm_leaf_kernel_lb<T, kTransL, 10><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
+                                                                              row_blocks);
     else
-        trsm_leaf_kernel<T, kTransL, false, kWideLeaf><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info,
-                                                                                         count, row_blocks);
+        trsm_leaf_kernel<T, kTransL, false><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
+                                                                              row_blocks);
     detail::check_launch("potrf trsm leaf kernel");
 }
 
@@ -604,24 +625,6 @@ private:
     cublasPointerMode_t saved_ = CUBLAS_POINTER_MODE_HOST;
 };
 
-// TEMPORARY measurement switches (removed after the H100 run): STARFACT_TMP_WIDE=0 keeps the
-// 32-column trsm leaf everywhere; STARFACT_TMP_GROUP=0 issues the symmetric update's rectangles
-// one gemm each.
-bool tmp_wide() {
-    static const bool v = [] {
-        const char* s = std::getenv("STARFACT_TMP_WIDE");
-        return !(s != nullptr && std::strcmp(s, "0") == 0);
-    }();
-    return v;
-}
-bool tmp_group() {
-    static const bool v = [] {
-        const char* s = std::getenv("STARFACT_TMP_GROUP");
-        return !(s != nullptr && std::strcmp(s, "0") == 0);
-    }();
-    return v;
-}
-
 /// Where the recursion cuts an order n > kCut: a multiple of kCut near n / 2.
 int split(int n) {
     const int blocks = detail::ceil_div(n, kCut);
@@ -724,7 +727,7 @@ public:
     /// X (m x k) <- X L^{-T} (trans_l) or X L^{-1}; L k x k lower.
     void trsm(bool trans_l, T* const* Xp, View x, const T* const* Lp, View l, int m, int k, const int* info) {
         if (m <= 0 || k <= 0) return;
-        if (k <= (!x.trans && tmp_wide() ? kWideLeaf : kCut)) {
+        if (k <= kCut) {
             if (planning_) return;
             if (trans_l)
                 launch_trsm_leaf<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
@@ -776,9 +779,11 @@ public:
 private:
     // The off-diagonal rectangles of the symmetric update, by the same cuts as the leaves.
     void rectangles(T* const* Cp, View c, View a, int n, int k) {
-        if (!tmp_group()) return rectangles_each(Cp, c, a, n, k);
         // Level by level (the rectangles are independent): those of one level with the same
-        // shape go to one batched gemm.
+        // shape go to one batched gemm over (rectangles x count) problems, 3 launches instead of
+        // 7 for n = 256. H100, FP64, 2000 x 512 (commit 1bb174f): lower 10.50 against 10.55 ms
+        // one gemm per rectangle, upper 10.07 against 10.12 ms, 2000 x 256 lower 2.277 against
+        // 2.285 ms.
         struct Node {
             View c, a;
             int n;
@@ -807,13 +812,6 @@ private:
             }
             level.swap(next);
         }
-    }
-    void rectangles_each(T* const* Cp, View c, View a, int n, int k) {
-        if (n <= kCut) return;
-        const int n1 = split(n), n2 = n - n1;
-        gemm_minus(Cp, c.at(n1, 0), Cp, a.at(n1, 0), Cp, a, true, n2, n1, k);
-        rectangles_each(Cp, c, a, n1, k);
-        rectangles_each(Cp, c.at(n1, n1), a.at(n1, 0), n2, k);
     }
 
     void write_pointers() {
@@ -872,7 +870,9 @@ struct PotrsWalk {
 /// Pointer-array slots of potrf / potrs's recursion at order n: one per gemm of the walk.
 template <class T>
 int potrf_slots(int n) {
-    return std::max(1, Batch<T>::gemms(PotrfWalk<T>{nullptr, make_view(n, false), n}));
+    // The walk's gemms do not depend on the triangle today; the larger of both, to stay safe.
+    return std::max({1, Batch<T>::gemms(PotrfWalk<T>{nullptr, make_view(n, false), n}),
+                     Batch<T>::gemms(PotrfWalk<T>{nullptr, make_view(n, true), n})});
 }
 template <class T>
 int potrs_slots(int n, int nrhs) {
