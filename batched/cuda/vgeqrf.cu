@@ -20,180 +20,24 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <climits>
 #include <cstddef>
-#include <cstdlib>
 
 #include "batched/cuda/common.cuh"
+#include "batched/cuda/householder.cuh"
 #include "batched/cuda/vbatched_kernels.hpp"
 
 namespace starfact::batched::cuda {
 namespace {
+using namespace householder;
 
 constexpr int K = kVBlock;
 constexpr int LK = K + 1;
-constexpr int kPanelWarps = 8;
+constexpr int kPanelWarps = 8;  ///< 4 measured 9-37% slower on the H100 (docs/batched.md)
 constexpr int kUpdateThreads = 256;
 constexpr int kSolveWarps = 4;
 /// A panel is staged in shared memory when the step's rows take at most this many bytes.
 constexpr int kPanelSmemBytes = 96 * 1024;
-
-// ---- copied from batched/cuda/geqrf.cu (anonymous namespace there; same conventions) --------
-
-/// Warps of the panel kernel (kPanelWarps, or $STARFACT_VQR_PANEL_WARPS = 4 for measurements):
-/// a warp owns K / warps columns.
-int panel_warps() {
-    static const int w = [] {
-        const char* e = std::getenv("STARFACT_VQR_PANEL_WARPS");
-        return e != nullptr && std::atoi(e) == 4 ? 4 : kPanelWarps;
-    }();
-    return w;
-}
-
-template <class T>
-struct Safe;
-template <>
-struct Safe<double> {
-    static constexpr double min = DBL_MIN / (DBL_EPSILON / 2);
-    static constexpr double ssq_low = DBL_MIN / (DBL_EPSILON * DBL_EPSILON);
-    static constexpr double max = DBL_MAX;
-};
-template <>
-struct Safe<float> {
-    static constexpr float min = FLT_MIN / (FLT_EPSILON / 2);
-    static constexpr float ssq_low = FLT_MIN / (FLT_EPSILON * FLT_EPSILON);
-    static constexpr float max = FLT_MAX;
-};
-
-constexpr unsigned kFull = 0xffffffffu;
-
-template <class T>
-__device__ T warp_sum(T v) {
-    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(kFull, v, o);
-    return v;
-}
-
-template <class T>
-__device__ T nan_max(T a, T b) {
-    return (b > a || b != b) ? b : a;
-}
-
-template <class T>
-__device__ T warp_nan_max(T v) {
-    for (int o = 16; o > 0; o /= 2) v = nan_max(v, __shfl_xor_sync(kFull, v, o));
-    return v;
-}
-
-template <class T>
-__device__ T warp_norm(const T* col, int from, int to, int lane) {
-    T s = 0;
-    for (int i = from + lane; i < to; i += 32) s += col[i] * col[i];
-    s = warp_sum(s);
-    if (s >= Safe<T>::ssq_low && s <= Safe<T>::max) return sqrt(s);
-    T scale = 0;
-    for (int i = from + lane; i < to; i += 32) scale = nan_max(scale, fabs(col[i]));
-    scale = warp_nan_max(scale);
-    if (scale == 0) return 0;
-    s = 0;
-    for (int i = from + lane; i < to; i += 32) {
-        const T t = col[i] / scale;
-        s += t * t;
-    }
-    return scale * sqrt(warp_sum(s));
-}
-
-template <class T>
-__device__ T warp_larfg(T* col, int c, int mp, int lane) {
-    T xnorm = warp_norm(col, c + 1, mp, lane);
-    if (xnorm == 0) return 0;
-    T alpha = col[c];
-    T beta = -copysign(hypot(alpha, xnorm), alpha);
-    int knt = 0;
-    if (fabs(beta) < Safe<T>::min) {
-        const T rsafmn = T(1) / Safe<T>::min;
-        do {
-            ++knt;
-            for (int i = c + 1 + lane; i < mp; i += 32) col[i] *= rsafmn;
-            beta *= rsafmn;
-            alpha *= rsafmn;
-        } while (fabs(beta) < Safe<T>::min && knt < 20);
-        __syncwarp();
-        xnorm = warp_norm(col, c + 1, mp, lane);
-        beta = -copysign(hypot(alpha, xnorm), alpha);
-    }
-    const T tau = (beta - alpha) / beta;
-    const T scal = T(1) / (alpha - beta);
-    for (int i = c + 1 + lane; i < mp; i += 32) col[i] *= scal;
-    for (int k = 0; k < knt; ++k) beta *= Safe<T>::min;
-    __syncwarp();
-    if (lane == 0) col[c] = beta;
-    __syncwarp();
-    return tau;
-}
-
-template <class T>
-__device__ void warp_apply(const T* v, T tau, T* col, int c, int mp, int lane) {
-    T s = 0;
-    for (int i = c + 1 + lane; i < mp; i += 32) s += v[i] * col[i];
-    s = tau * (warp_sum(s) + col[c]);
-    __syncwarp();
-    if (lane == 0) col[c] -= s;
-    for (int i = c + 1 + lane; i < mp; i += 32) col[i] -= s * v[i];
-    __syncwarp();
-}
-
-template <class T, int kMaxOwned>
-__device__ void warp_apply_owned(const T* v, T tau, T* P, int ldp, int first, int step, int iw, int c, int mp,
-                                 int lane) {
-    T s[kMaxOwned];
-#pragma unroll
-    for (int q = 0; q < kMaxOwned; ++q) s[q] = 0;
-    for (int i = c + 1 + lane; i < mp; i += 32) {
-        const T vi = v[i];
-#pragma unroll
-        for (int q = 0; q < kMaxOwned; ++q)
-            if (first + q * step < iw) s[q] += vi * P[i + static_cast<long long>(first + q * step) * ldp];
-    }
-    for (int o = 16; o > 0; o /= 2)
-#pragma unroll
-        for (int q = 0; q < kMaxOwned; ++q) s[q] += __shfl_xor_sync(kFull, s[q], o);
-#pragma unroll
-    for (int q = 0; q < kMaxOwned; ++q)
-        if (first + q * step < iw) s[q] = tau * (s[q] + P[c + static_cast<long long>(first + q * step) * ldp]);
-    __syncwarp();
-    if (lane == 0)
-#pragma unroll
-        for (int q = 0; q < kMaxOwned; ++q)
-            if (first + q * step < iw) P[c + static_cast<long long>(first + q * step) * ldp] -= s[q];
-    for (int i = c + 1 + lane; i < mp; i += 32) {
-        const T vi = v[i];
-#pragma unroll
-        for (int q = 0; q < kMaxOwned; ++q)
-            if (first + q * step < iw) P[i + static_cast<long long>(first + q * step) * ldp] -= s[q] * vi;
-    }
-    __syncwarp();
-}
-
-template <class T, int OWN>
-__device__ void factor_panel(T* P, int ldp, int mp, int iw, T* s_tau) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    for (int c = 0; c < iw; ++c) {
-        if (warp == c % warps) {
-            const T t = warp_larfg(P + static_cast<long long>(c) * ldp, c, mp, lane);
-            if (lane == 0) s_tau[c] = t;
-        }
-        __syncthreads();
-        const T t = s_tau[c];
-        if (t == 0) continue;  // H = I, as LAPACK's larf
-        const int first = c + 1 + ((warp - (c + 1)) % warps + warps) % warps;
-        if (first < iw)
-            warp_apply_owned<T, OWN>(P + static_cast<long long>(c) * ldp, t, P, ldp, first, warps, iw, c, mp, lane);
-    }
-    __syncthreads();
-}
-
-// ---- end of the copy ----------------------------------------------------------------------
 
 /// Where matrix b stands at step `step`: its shape and the column block c0 it works on, the
 /// panel's width iw; false when it has nothing to do there.
@@ -412,15 +256,9 @@ void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bd, const 
     T* Tws = carve.take<T>(static_cast<std::size_t>(K) * K * count);
     const int steps = vsteps(bd.kmax);
     const int smem_limit_rows = kPanelSmemBytes / static_cast<int>(sizeof(T) * K);
-    const int warps = panel_warps();
-    if (warps == 4)
-        detail::check(cudaFuncSetAttribute(vgeqrf_panel_kernel<T, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           kPanelSmemBytes),
-                      "vgeqrf panel shared memory");
-    else
-        detail::check(cudaFuncSetAttribute(vgeqrf_panel_kernel<T, kPanelWarps>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kPanelSmemBytes),
-                      "vgeqrf panel shared memory");
+    detail::check(cudaFuncSetAttribute(vgeqrf_panel_kernel<T, kPanelWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       kPanelSmemBytes),
+                  "vgeqrf panel shared memory");
     for (int step = 0; step < steps; ++step) {
         // The most rows (columns) any matrix has from its panel's top (left) at this step.
         const int rows =
@@ -430,12 +268,8 @@ void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bd, const 
         if (rows <= 0) continue;
         const int smem_rows = rows <= smem_limit_rows ? rows : 0;
         const std::size_t dyn = sizeof(T) * static_cast<std::size_t>(smem_rows) * K;
-        if (warps == 4)
-            vgeqrf_panel_kernel<T, 4><<<static_cast<unsigned>(count), 32 * 4, dyn, launch.stream>>>(
-                A, m, n, lda, tau, Tws, schedule, bd.kmax, step, smem_rows);
-        else
-            vgeqrf_panel_kernel<T, kPanelWarps><<<static_cast<unsigned>(count), 32 * kPanelWarps, dyn, launch.stream>>>(
-                A, m, n, lda, tau, Tws, schedule, bd.kmax, step, smem_rows);
+        vgeqrf_panel_kernel<T, kPanelWarps><<<static_cast<unsigned>(count), 32 * kPanelWarps, dyn, launch.stream>>>(
+            A, m, n, lda, tau, Tws, schedule, bd.kmax, step, smem_rows);
         detail::check_launch("vgeqrf panel kernel");
         const int tiles = detail::ceil_div(cols - 1, K);
         if (tiles <= 0) continue;
