@@ -299,17 +299,6 @@ void launch_potrs_small(cudaStream_t stream, int n, const T* const* A, View lv, 
 
 // ---- Leaf triangular solve from the right: X L^T = B (kTransL) or X L = B -------------------
 
-// TEMPORARY measurement switch (removed after the H100 run): STARFACT_TMP_LB=8 or 10 launches
-// the unstaged trsm leaf compiled for that many blocks of kSolveRows threads per SM (at most
-// 128 or 102 registers).
-int tmp_lb() {
-    static const int v = [] {
-        const char* s = std::getenv("STARFACT_TMP_LB");
-        return s != nullptr ? std::atoi(s) : 0;
-    }();
-    return v;
-}
-
 /// X is m x k (view xv), L is k x k lower (view lv), k <= kCut; X is overwritten. One
 /// block per (matrix, kSolveRows rows of X), one row per thread, in registers. Matrices with a
 /// nonzero info (when info is given) are skipped. kStage (X transposed in memory): X goes
@@ -317,10 +306,13 @@ int tmp_lb() {
 /// stores its row directly (coalesced along the threads) and the block needs no shared memory
 /// for X. H100, FP64, 2000 x 512 lower (bench/results/2026-11-22-h100-batched-potrf-b5.jsonl):
 /// 9.78 ms so, against 10.11 ms with X staged and two rows per thread, 11.41 ms with two rows
-/// per thread loaded directly (twice the registers).
+/// per thread loaded directly (twice the registers). The unstaged kernel takes 168 registers
+/// (6 blocks per SM); capped for 8 or 10 blocks per SM (128 or 96 registers, with spills) it
+/// measured 9.87 and 10.30 against 9.74 ms (commit 91bb20a). Its time follows small changes to
+/// its code: a version of commit 1bb174f (row pointer, 174 registers) measured 10.55 ms.
 template <class T, bool kTransL, bool kStage>
-__device__ __forceinline__ void trsm_leaf(T* const* X, View xv, const T* const* L, View lv, int m, int k,
-                                          const int* info, int count, int row_blocks) {
+__global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
+                                                               int k, const int* info, int count, int row_blocks) {
     constexpr int K = kCut;
     constexpr int LK = K + 1;
     constexpr int R = kSolveRows;  // rows of X per block
@@ -401,18 +393,6 @@ __device__ __forceinline__ void trsm_leaf(T* const* X, View xv, const T* const* 
     }
 }
 
-template <class T, bool kTransL, bool kStage>
-__global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
-                                                               int k, const int* info, int count, int row_blocks) {
-    trsm_leaf<T, kTransL, kStage>(X, xv, L, lv, m, k, info, count, row_blocks);
-}
-template <class T, bool kTransL, int MinBlocks>
-__global__ void __launch_bounds__(kSolveRows, MinBlocks)
-    trsm_leaf_kernel_lb(T* const* X, View xv, const T* const* L, View lv, int m, int k, const int* info, int count,
-                        int row_blocks) {
-    trsm_leaf<T, kTransL, false>(X, xv, L, lv, m, k, info, count, row_blocks);
-}
-
 template <class T, bool kTransL>
 void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
                       const int* info, int count) {
@@ -421,12 +401,6 @@ void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const*
     if (xv.trans)
         trsm_leaf_kernel<T, kTransL, true><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
                                                                              row_blocks);
-    else if (tmp_lb() == 8)
-        trsm_leaf_kernel_lb<T, kTransL, 8><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
-                                                                             row_blocks);
-    else if (tmp_lb() == 10)
-        trsm_leaf_kernel_lb<T, kTransL, 10><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
-                                                                              row_blocks);
     else
         trsm_leaf_kernel<T, kTransL, false><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
                                                                               row_blocks);
