@@ -399,11 +399,11 @@ void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const*
     const int row_blocks = detail::ceil_div(m, kSolveRows);
     const auto blocks = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
     if (xv.trans)
-        trsm_leaf_kernel<T, kTransL, true><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
-                                                                             row_blocks);
+        trsm_leaf_kernel<T, kTransL, true>
+            <<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
     else
-        trsm_leaf_kernel<T, kTransL, false><<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count,
-                                                                              row_blocks);
+        trsm_leaf_kernel<T, kTransL, false>
+            <<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
     detail::check_launch("potrf trsm leaf kernel");
 }
 
@@ -637,7 +637,8 @@ public:
 
     static std::size_t workspace(int count, int slots) {
         const std::size_t e = static_cast<std::size_t>(count) * static_cast<std::size_t>(slots);
-        return 2 * detail::WorkspaceCarver::round(sizeof(const T*) * e) + detail::WorkspaceCarver::round(sizeof(T*) * e);
+        return 2 * detail::WorkspaceCarver::round(sizeof(const T*) * e) +
+               detail::WorkspaceCarver::round(sizeof(T*) * e);
     }
 
     /// Number of batched gemms that walk() issues (it is run in planning mode: nothing launched).
@@ -689,8 +690,8 @@ public:
         auto op = [](const View& v, bool tr) { return v.trans != tr ? CUBLAS_OP_T : CUBLAS_OP_N; };
         const T minus_one = T(-1), one = T(1);
         if (!c.trans)
-            detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa, a.ld,
-                                       pb, bv.ld, &one, pc, c.ld, problems),
+            detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa, a.ld, pb,
+                                       bv.ld, &one, pc, c.ld, problems),
                           "cublas gemmBatched");
         else  // memory holds C^T: C^T <- C^T - op(B)^T A^T
             detail::check(gemm_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, pb, bv.ld,
@@ -850,7 +851,8 @@ int potrf_slots(int n) {
 }
 template <class T>
 int potrs_slots(int n, int nrhs) {
-    return std::max(1, Batch<T>::gemms(PotrsWalk<T>{nullptr, make_view(n, true), nullptr, make_view(n, false), n, nrhs}));
+    return std::max(1,
+                    Batch<T>::gemms(PotrsWalk<T>{nullptr, make_view(n, true), nullptr, make_view(n, false), n, nrhs}));
 }
 
 // ---- Block solve for orders above kCut --------------------------------------------------------
@@ -884,17 +886,18 @@ bool launch_potrs_block(cudaStream_t stream, int n, int nrhs, const T* const* A,
                                            static_cast<int>(shared)),
                       "potrs (shared memory)");
     const dim3 grid(count, detail::ceil_div(nrhs, R));
-    potrs_block_kernel<T, R><<<grid, detail::block_trsv_warps(n) * 32, shared, stream>>>(A, lda, trans, n, B, ldb,
-                                                                                         nrhs);
+    potrs_block_kernel<T, R>
+        <<<grid, detail::block_trsv_warps(n) * 32, shared, stream>>>(A, lda, trans, n, B, ldb, nrhs);
     detail::check_launch("potrs (block kernel)");
     return true;
 }
 
 template <class T>
-bool try_potrs_block(cudaStream_t stream, int n, int nrhs, const T* const* A, int lda, bool trans, T* const* B,
-                     int ldb, int count) {
-    if (nrhs >= 16) return launch_potrs_block<T, 16>(stream, n, nrhs, A, lda, trans, B, ldb, count) ||
-                           launch_potrs_block<T, 8>(stream, n, nrhs, A, lda, trans, B, ldb, count);
+bool try_potrs_block(cudaStream_t stream, int n, int nrhs, const T* const* A, int lda, bool trans, T* const* B, int ldb,
+                     int count) {
+    if (nrhs >= 16)
+        return launch_potrs_block<T, 16>(stream, n, nrhs, A, lda, trans, B, ldb, count) ||
+               launch_potrs_block<T, 8>(stream, n, nrhs, A, lda, trans, B, ldb, count);
     if (nrhs >= 8) return launch_potrs_block<T, 8>(stream, n, nrhs, A, lda, trans, B, ldb, count);
     if (nrhs >= 2) return launch_potrs_block<T, 4>(stream, n, nrhs, A, lda, trans, B, ldb, count);
     return launch_potrs_block<T, 1>(stream, n, nrhs, A, lda, trans, B, ldb, count);
