@@ -29,6 +29,10 @@
 namespace starfact::test {
 namespace {
 
+/// memcmp == 0 that also takes empty ranges, whose data() may be null (memcmp itself may not be
+/// given a null pointer, even for 0 bytes: UBSan reports it).
+bool equal_bytes(const void* a, const void* b, std::size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
+
 using batched::Uplo;
 
 char other(char uplo) { return uplo == 'L' ? 'U' : 'L'; }
@@ -125,7 +129,7 @@ TYPED_TEST(VBatchedHost, FactorAndSolveAgainstLapack) {
                                pb.data(), ldb.data(), count);
             for (int b = 0; b < count; ++b) {
                 if (ns[b] == 0) {
-                    EXPECT_EQ(std::memcmp(X[b].ptr(), B[b].ptr(), B[b].data.size() * sizeof(T)), 0) << b;
+                    EXPECT_TRUE(equal_bytes(X[b].ptr(), B[b].ptr(), B[b].data.size() * sizeof(T))) << b;
                     continue;
                 }
                 HostMatrix<T> S = A[b];  // both triangles for the residual
@@ -223,7 +227,7 @@ TYPED_TEST(VBatchedHost, LuFactorAndSolveAgainstLapack) {
         batched::vgetrs<T>(ns.data(), nrhs, pa.data(), lda.data(), cp.data(), pb.data(), ldb.data(), count);
         for (int b = 0; b < count; ++b) {
             if (ns[b] == 0) {
-                EXPECT_EQ(std::memcmp(X[b].ptr(), B[b].ptr(), B[b].data.size() * sizeof(T)), 0) << b;
+                EXPECT_TRUE(equal_bytes(X[b].ptr(), B[b].ptr(), B[b].data.size() * sizeof(T))) << b;
                 continue;
             }
             EXPECT_EQ(non_nan_in_padding(X[b]), 0) << "matrix " << b;
@@ -411,8 +415,8 @@ TYPED_TEST(VBatchedHost, QrAgainstLapack) {
         if (m[b] > 0 && n[b] > 0) {
             ASSERT_EQ(lapacke_geqrf(m[b], n[b], R.ptr(), R.ld, rtau.data()), 0);
         }
-        EXPECT_EQ(std::memcmp(R.ptr(), F[b].ptr(), R.data.size() * sizeof(T)), 0) << "matrix " << b;
-        EXPECT_EQ(std::memcmp(rtau.data(), tau[b].data(), rtau.size() * sizeof(T)), 0) << "matrix " << b;
+        EXPECT_TRUE(equal_bytes(R.ptr(), F[b].ptr(), R.data.size() * sizeof(T))) << "matrix " << b;
+        EXPECT_TRUE(equal_bytes(rtau.data(), tau[b].data(), rtau.size() * sizeof(T))) << "matrix " << b;
         if (m[b] >= n[b] && n[b] > 0) {
             ASSERT_PRED_FORMAT1(ResidualPasses, batched::residuals::geqrf(m[b], n[b], A[b].ptr(), A[b].ld, F[b].ptr(),
                                                                           F[b].ld, tau[b].data()))
@@ -460,7 +464,7 @@ TYPED_TEST(VBatchedHost, LeastSquaresWithPlantedFailures) {
     for (int b = 0; b < count; ++b) {
         EXPECT_EQ(non_nan_in_padding(X[b]), 0) << "matrix " << b;
         if (expected[b] != 0 || n[b] == 0) {
-            EXPECT_EQ(std::memcmp(X[b].ptr(), B[b].ptr(), B[b].data.size() * sizeof(T)), 0) << "matrix " << b;
+            EXPECT_TRUE(equal_bytes(X[b].ptr(), B[b].ptr(), B[b].data.size() * sizeof(T))) << "matrix " << b;
             continue;
         }
         ASSERT_PRED_FORMAT1(ResidualPasses, batched::residuals::least_squares(m[b], n[b], nrhs, A[b].ptr(), A[b].ld,
@@ -582,7 +586,7 @@ template <class T>
 bool same_bytes(const std::vector<HostMatrix<T>>& a, const std::vector<HostMatrix<T>>& b) {
     for (std::size_t i = 0; i < a.size(); ++i)
         if (a[i].data.size() != b[i].data.size() ||
-            std::memcmp(a[i].data.data(), b[i].data.data(), a[i].data.size() * sizeof(T)) != 0)
+            !equal_bytes(a[i].data.data(), b[i].data.data(), a[i].data.size() * sizeof(T)))
             return false;
     return true;
 }
