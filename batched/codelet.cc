@@ -17,6 +17,7 @@
 
 #include "batched/batched.hpp"
 #include "batched/detail.hpp"
+#include "batched/slice_codelet.hpp"
 #include "codelets/codelet.hpp"
 #include "codelets/trace.hpp"
 #include "common/error.hpp"
@@ -333,82 +334,21 @@ std::vector<starpu_data_access_mode> modes(Op op) {
     return {};
 }
 
-/// A batched codelet with its model "starfact_batched_<op>_<s|d>": StarPU's non-linear regression
-/// model, which in StarPU 1.3 also keeps the per-footprint history (shape and slice size, footprint
-/// above). Once fitted, the curve a * size^b + c (size: regression_size) predicts every slice whose
-/// size lies within the measured range, seen or not; outside it, the footprint's history predicts
-/// (see docs/perfmodels.md).
-class BatchedCodelet {
-public:
-    BatchedCodelet(Op op, char precision, Kernels k)
-        : name_(fmt::format("batched_{}", detail::op_name(op))),
-          symbol_(fmt::format("starfact_{}_{}", name_, precision)),
-          task_name_(fmt::format("{}_{}", name_, precision)) {
-        model_.type = STARPU_NL_REGRESSION_BASED;
-        model_.symbol = symbol_.c_str();
-        model_.footprint = footprint;
-        model_.size_base = regression_size;
-        cl_.where = STARPU_CPU;
-        cl_.cpu_funcs[0] = k.cpu;
-        cl_.cpu_funcs_name[0] = name_.c_str();
-#ifdef STARFACT_HAVE_CUDA
-        cl_.where |= STARPU_CUDA;
-        cl_.cuda_funcs[0] = k.cuda;
-        cl_.cuda_flags[0] = STARPU_CUDA_ASYNC;
-#endif
-        cl_.can_execute = codelets::detail::can_execute;  // honours codelets::force_impl
-        const auto m = modes(op);
-        cl_.nbuffers = static_cast<int>(m.size());
-        for (std::size_t i = 0; i < m.size(); ++i) cl_.modes[i] = m[i];
-        cl_.model = &model_;
-        cl_.name = name_.c_str();
-    }
-    BatchedCodelet(const BatchedCodelet&) = delete;
-    BatchedCodelet& operator=(const BatchedCodelet&) = delete;
-    starpu_codelet* get() { return &cl_; }
-    const std::string& symbol() const { return symbol_; }
-    const char* task_name() const { return task_name_.c_str(); }
-
-private:
-    std::string name_, symbol_, task_name_;
-    starpu_perfmodel model_{};
-    starpu_codelet cl_{};
-};
-
 template <class T>
-BatchedCodelet& codelet(Op op) {
-    static BatchedCodelet cls[] = {{Op::getrf, ScalarTraits<T>::letter, kernels<T>(Op::getrf)},
-                                   {Op::getrs, ScalarTraits<T>::letter, kernels<T>(Op::getrs)},
-                                   {Op::potrf, ScalarTraits<T>::letter, kernels<T>(Op::potrf)},
-                                   {Op::potrs, ScalarTraits<T>::letter, kernels<T>(Op::potrs)},
-                                   {Op::geqrf, ScalarTraits<T>::letter, kernels<T>(Op::geqrf)},
-                                   {Op::gels, ScalarTraits<T>::letter, kernels<T>(Op::gels)}};
-    return cls[static_cast<int>(op)];
+detail::SliceCodelet& codelet(Op op) {
+    auto make = [](Op o) {
+        return std::make_unique<detail::SliceCodelet>(fmt::format("batched_{}", detail::op_name(o)),
+                                                      ScalarTraits<T>::letter, kernels<T>(o).cpu, kernels<T>(o).cuda,
+                                                      modes(o), footprint, regression_size);
+    };
+    static const std::unique_ptr<detail::SliceCodelet> cls[] = {make(Op::getrf), make(Op::getrs), make(Op::potrf),
+                                                                make(Op::potrs), make(Op::geqrf), make(Op::gels)};
+    return *cls[static_cast<int>(op)];
 }
 
-void submit(BatchedCodelet& cl, const std::vector<starpu_data_handle_t>& handles, const Args& args, double flops) {
-    starpu_task* task = starpu_task_create();
-    task->cl = cl.get();
-    for (std::size_t i = 0; i < handles.size(); ++i) task->handles[i] = handles[i];
-    task->cl_arg = std::malloc(sizeof(Args));
-    std::memcpy(task->cl_arg, &args, sizeof(Args));
-    task->cl_arg_size = sizeof(Args);
-    task->cl_arg_free = 1;
-    task->flops = flops;
-    task->name = cl.task_name();
-    if (codelets::detail::trace_enabled()) {
-        task->callback_func = codelets::detail::trace_callback;
-        task->callback_arg = task;
-    }
-    const int ret = starpu_task_submit(task);
-    if (ret != 0) {
-        task->destroy = 0;  // a refused task is ours to free
-        starpu_task_destroy(task);
-        if (ret == -ENODEV)
-            throw RuntimeError(
-                fmt::format("no worker can run codelet '{}' (forced implementation or no such worker)", cl.symbol()));
-        throw RuntimeError(fmt::format("starpu_task_submit({}) failed: {}", cl.symbol(), ret));
-    }
+void submit(detail::SliceCodelet& cl, const std::vector<starpu_data_handle_t>& handles, const Args& args,
+            double flops) {
+    detail::submit_slice(cl, handles, &args, sizeof(Args), flops);
 }
 
 // ---- slices of a host batch as StarPU data -----------------------------------------------------

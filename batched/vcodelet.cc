@@ -21,6 +21,7 @@
 
 #include "batched/batched.hpp"
 #include "batched/detail.hpp"
+#include "batched/slice_codelet.hpp"
 #include "batched/vbatched.hpp"
 #include "batched/vdetail.hpp"
 #include "codelets/codelet.hpp"
@@ -277,85 +278,27 @@ void cuda_impl(void* buffers[], void* cl_arg) noexcept {
 
 // ---- the codelets and their models ----------------------------------------------------------
 
-/// The variable-size codelet of one operation and precision, with its model
-/// "starfact_vbatched_<op>_<s|d>" (StarPU's non-linear regression on the slice's flops, with the
-/// per-footprint history; see docs/perfmodels.md).
-class VCodelet {
-public:
-    VCodelet(Op op, char precision, void (*cpu)(void**, void*), void (*gpu)(void**, void*))
-        : name_(fmt::format("vbatched_{}", detail::op_name(op))),
-          symbol_(fmt::format("starfact_{}_{}", name_, precision)),
-          task_name_(fmt::format("{}_{}", name_, precision)) {
-        model_.type = STARPU_NL_REGRESSION_BASED;
-        model_.symbol = symbol_.c_str();
-        model_.footprint = footprint;
-        model_.size_base = regression_size;
-        cl_.where = STARPU_CPU;
-        cl_.cpu_funcs[0] = cpu;
-        cl_.cpu_funcs_name[0] = name_.c_str();
-#ifdef STARFACT_HAVE_CUDA
-        cl_.where |= STARPU_CUDA;
-        cl_.cuda_funcs[0] = gpu;
-        cl_.cuda_flags[0] = STARPU_CUDA_ASYNC;
-#else
-        (void)gpu;
-#endif
-        cl_.can_execute = codelets::detail::can_execute;  // honours codelets::force_impl
-        const auto m = modes(op);
-        cl_.nbuffers = static_cast<int>(m.size());
-        for (std::size_t i = 0; i < m.size(); ++i) cl_.modes[i] = m[i];
-        cl_.model = &model_;
-        cl_.name = name_.c_str();
-    }
-    VCodelet(const VCodelet&) = delete;
-    VCodelet& operator=(const VCodelet&) = delete;
-    starpu_codelet* get() { return &cl_; }
-    const std::string& symbol() const { return symbol_; }
-    const char* task_name() const { return task_name_.c_str(); }
-
-private:
-    std::string name_, symbol_, task_name_;
-    starpu_perfmodel model_{};
-    starpu_codelet cl_{};
-};
-
+/// The variable-size codelet of one operation and precision, model "starfact_vbatched_<op>_<s|d>"
+/// (regression on the slice's flops with the per-footprint history, detail::SliceCodelet).
 template <class T>
-VCodelet& codelet(Op op) {
+detail::SliceCodelet& codelet(Op op) {
 #ifdef STARFACT_HAVE_CUDA
-    void (*gpu)(void**, void*) = cuda_impl<T>;
+    const detail::SliceKernel gpu = cuda_impl<T>;
 #else
-    void (*gpu)(void**, void*) = nullptr;
+    const detail::SliceKernel gpu = nullptr;
 #endif
-    const char p = ScalarTraits<T>::letter;
-    static VCodelet cls[] = {{Op::getrf, p, cpu_impl<T>, gpu}, {Op::getrs, p, cpu_impl<T>, gpu},
-                             {Op::potrf, p, cpu_impl<T>, gpu}, {Op::potrs, p, cpu_impl<T>, gpu},
-                             {Op::geqrf, p, cpu_impl<T>, gpu}, {Op::gels, p, cpu_impl<T>, gpu}};
-    return cls[static_cast<int>(op)];
+    auto make = [gpu](Op o) {
+        return std::make_unique<detail::SliceCodelet>(fmt::format("vbatched_{}", detail::op_name(o)),
+                                                      ScalarTraits<T>::letter, cpu_impl<T>, gpu, modes(o), footprint,
+                                                      regression_size);
+    };
+    static const std::unique_ptr<detail::SliceCodelet> cls[] = {make(Op::getrf), make(Op::getrs), make(Op::potrf),
+                                                                make(Op::potrs), make(Op::geqrf), make(Op::gels)};
+    return *cls[static_cast<int>(op)];
 }
 
-void submit(VCodelet& cl, const std::vector<starpu_data_handle_t>& handles, const Args& args) {
-    starpu_task* task = starpu_task_create();
-    task->cl = cl.get();
-    for (std::size_t i = 0; i < handles.size(); ++i) task->handles[i] = handles[i];
-    task->cl_arg = std::malloc(sizeof(Args));
-    std::memcpy(task->cl_arg, &args, sizeof(Args));
-    task->cl_arg_size = sizeof(Args);
-    task->cl_arg_free = 1;
-    task->flops = args.flops;
-    task->name = cl.task_name();
-    if (codelets::detail::trace_enabled()) {
-        task->callback_func = codelets::detail::trace_callback;
-        task->callback_arg = task;
-    }
-    const int ret = starpu_task_submit(task);
-    if (ret != 0) {
-        task->destroy = 0;  // a refused task is ours to free
-        starpu_task_destroy(task);
-        if (ret == -ENODEV)
-            throw RuntimeError(
-                fmt::format("no worker can run codelet '{}' (forced implementation or no such worker)", cl.symbol()));
-        throw RuntimeError(fmt::format("starpu_task_submit({}) failed: {}", cl.symbol(), ret));
-    }
+void submit(detail::SliceCodelet& cl, const std::vector<starpu_data_handle_t>& handles, const Args& args) {
+    detail::submit_slice(cl, handles, &args, sizeof(Args), args.flops);
 }
 
 // ---- a host batch packed into slices ----------------------------------------------------------

@@ -1,0 +1,45 @@
+// The StarPU codelet of a batch slice, shared by the fixed-size (codelet.cc) and variable-size
+// (vcodelet.cc) batched tasks: a CPU and a CUDA implementation, a model, and the submission of
+// one task per slice. Not installed.
+#pragma once
+
+#include <starpu.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace starfact::batched::detail {
+
+using SliceKernel = void (*)(void* buffers[], void* cl_arg);
+
+/// A codelet named `name` (e.g. "batched_getrf") with its model "starfact_<name>_<s|d>":
+/// StarPU's non-linear regression model, which in StarPU 1.3 also keeps the per-footprint
+/// history. Once fitted, the curve a * size^b + c (size: size_base) predicts every slice whose
+/// size lies within the measured range, seen or not; outside it, the footprint's history
+/// predicts (docs/perfmodels.md). cuda is ignored in a build without CUDA.
+class SliceCodelet {
+public:
+    SliceCodelet(std::string name, char precision, SliceKernel cpu, SliceKernel cuda,
+                 const std::vector<starpu_data_access_mode>& modes, std::uint32_t (*footprint)(starpu_task*),
+                 std::size_t (*size_base)(starpu_task*, unsigned));
+    SliceCodelet(const SliceCodelet&) = delete;
+    SliceCodelet& operator=(const SliceCodelet&) = delete;
+    starpu_codelet* get() { return &cl_; }
+    const std::string& symbol() const { return symbol_; }
+    const char* task_name() const { return task_name_.c_str(); }
+
+private:
+    std::string name_, symbol_, task_name_;
+    starpu_perfmodel model_{};
+    starpu_codelet cl_{};
+};
+
+/// Submits one task of cl on `handles`, with a copy of the `size` bytes at args as its argument
+/// and `flops` for the model and the traces (codelets/trace.hpp); throws RuntimeError naming the
+/// codelet when StarPU refuses it (-ENODEV: no worker may run it).
+void submit_slice(SliceCodelet& cl, const std::vector<starpu_data_handle_t>& handles, const void* args,
+                  std::size_t size, double flops);
+
+}  // namespace starfact::batched::detail
