@@ -490,6 +490,9 @@ cudaError_t panel_smem_budget(std::size_t* budget) {
 // memory, opting in above the default 48 KiB; false when the device cannot give that much (the
 // caller then takes a path without shared memory). The sum, not the dynamic part alone, is what
 // a launch is checked against: a dynamic request of exactly 48 KiB fails with an invalid value.
+// The opt-in is always the kernel's whole allowance, never the request: CUDA workers driven by
+// their own threads (STARPU_CUDA_THREAD_PER_WORKER=1) may launch the same kernel at once, and a
+// smaller request set in between would make a larger launch fail.
 template <class Kernel>
 bool allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
     cudaFuncAttributes attr{};
@@ -497,8 +500,8 @@ bool allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
     if (bytes + attr.sharedSizeBytes <= kDefaultSmem) return true;
     std::size_t limit = 0;
     if (optin_smem(&limit) != cudaSuccess || bytes + attr.sharedSizeBytes > limit) return false;
-    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)) ==
-           cudaSuccess;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(limit - attr.sharedSizeBytes)) == cudaSuccess;
 }
 
 cudaError_t getrf_buffer_bytes(cusolverDnHandle_t solver, cusolverDnParams_t params, cudaDataType type, int m, int n,

@@ -214,8 +214,16 @@ bool small_t_fits(int ib) {
     if (ib > kSmallT) return false;
     const std::size_t smem = small_t_smem(sizeof(T), ib);
     if (smem <= kDefaultSmem) return true;
-    if (cudaFuncSetAttribute(small_t_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) ==
-        cudaSuccess)
+    // Opt in to the kernel's whole allowance, not to this request: CUDA workers on their own
+    // threads (STARPU_CUDA_THREAD_PER_WORKER=1) may set it at the same time for other widths.
+    int device = 0, optin = 0;
+    cudaFuncAttributes attr{};
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess &&
+        cudaFuncGetAttributes(&attr, small_t_kernel<T>) == cudaSuccess &&
+        smem + attr.sharedSizeBytes <= static_cast<std::size_t>(optin) &&
+        cudaFuncSetAttribute(small_t_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             optin - static_cast<int>(attr.sharedSizeBytes)) == cudaSuccess)
         return true;
     (void)cudaGetLastError();  // not sticky: clear it, the solve path does the work instead
     return false;
