@@ -43,4 +43,20 @@ void offset_pointers(T** out, T* const* in, long long offset, int count, cudaStr
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+/// Opts `kernel` in to all the dynamic shared memory the current device allows it beside its
+/// static shared memory, for launches above the default 48 KiB. Never to one launch's request:
+/// host threads launching the kernel with different sizes at once would shrink each other's
+/// allowance between the call and the launch.
+template <class Kernel>
+void opt_in_shared(Kernel* kernel, const char* what) {
+    int device = 0, optin = 0;
+    cudaFuncAttributes attr{};
+    check(cudaGetDevice(&device), what);
+    check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), what);
+    check(cudaFuncGetAttributes(&attr, kernel), what);
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               optin - static_cast<int>(attr.sharedSizeBytes)),
+          what);
+}
+
 }  // namespace starfact::batched::cuda::detail

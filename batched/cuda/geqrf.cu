@@ -570,9 +570,7 @@ bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, i
     const bool in_smem = bytes <= kQr.panel_smem_bytes;
     const std::size_t smem = in_smem ? bytes : 0;
     if (smem > 48 * 1024)
-        detail::check(
-            cudaFuncSetAttribute(panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-            "geqrf panel shared memory");
+        detail::opt_in_shared(panel_kernel<T>, "geqrf panel shared memory");
     const int warps = mp >= kQr.panel_tall_rows ? kQr.panel_warps_tall : kQr.panel_warps;
     panel_kernel<T>
         <<<count, 32 * warps, smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, in_smem);
@@ -757,9 +755,7 @@ void geqrs(const Launch& launch, int m, int n, int nrhs, const T* const* A, int 
     const bool in_smem = bytes <= kQr.geqrs_smem_bytes;
     const std::size_t smem = in_smem ? bytes : 0;
     if (smem > 48 * 1024)
-        detail::check(
-            cudaFuncSetAttribute(geqrs_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-            "geqrs shared memory");
+        detail::opt_in_shared(geqrs_kernel<T>, "geqrs shared memory");
     const long long pairs = static_cast<long long>(count) * std::max(nrhs, 1);
     const long long blocks = (pairs + warps - 1) / warps;
     geqrs_kernel<T><<<static_cast<unsigned>(blocks), 32 * warps, smem, launch.stream>>>(m, n, nrhs, A, lda, tau, B, ldb,

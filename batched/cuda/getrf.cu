@@ -681,9 +681,7 @@ void getrf(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* in
     while (warps > 1 && left_swap_shared<T>(n, warps) > kSharedLimit) --warps;
     const std::size_t shared = left_swap_shared<T>(n, warps);
     if (shared <= kSharedLimit) {
-        detail::check(cudaFuncSetAttribute(lu_left_swaps_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(shared)),
-                      "getrf (shared memory)");
+        if (shared > 48 * 1024) detail::opt_in_shared(lu_left_swaps_kernel<T>, "getrf (shared memory)");
         lu_left_swaps_kernel<T><<<count, warps * 32, shared, launch.stream>>>(A, lda, n, ipiv, NB);
     } else {
         const dim3 grid(count, detail::ceil_div(n, 128));

@@ -313,9 +313,7 @@ bool launch_block(const Launch& launch, int n, int nrhs, const T* const* A, int 
     const std::size_t shared = detail::block_shared_bytes<T, R>(n);
     if (shared > kTuning.block_shared_limit) return false;
     if (shared > 48 * 1024)
-        detail::check(cudaFuncSetAttribute(getrs_block_kernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(shared)),
-                      "getrs (shared memory)");
+        detail::opt_in_shared(getrs_block_kernel<T, R>, "getrs (shared memory)");
     const dim3 grid(count, detail::ceil_div(nrhs, R));
     getrs_block_kernel<T, R><<<grid, detail::block_trsv_warps(n) * 32, shared, launch.stream>>>(n, nrhs, A, lda, ipiv,
                                                                                                  B, ldb);

@@ -882,9 +882,7 @@ bool launch_potrs_block(cudaStream_t stream, int n, int nrhs, const T* const* A,
     const std::size_t shared = detail::block_shared_bytes<T, R>(n);
     if (shared > kPotrsBlockShared) return false;
     if (shared > 48 * 1024)
-        detail::check(cudaFuncSetAttribute(potrs_block_kernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(shared)),
-                      "potrs (shared memory)");
+        detail::opt_in_shared(potrs_block_kernel<T, R>, "potrs (shared memory)");
     const dim3 grid(count, detail::ceil_div(nrhs, R));
     potrs_block_kernel<T, R>
         <<<grid, detail::block_trsv_warps(n) * 32, shared, stream>>>(A, lda, trans, n, B, ldb, nrhs);
