@@ -1,7 +1,6 @@
 // The batch-slice codelet shared by the fixed-size and variable-size batched tasks.
 #include "batched/slice_codelet.hpp"
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -9,8 +8,6 @@
 #include <fmt/format.h>
 
 #include "codelets/codelet.hpp"
-#include "codelets/trace.hpp"
-#include "common/error.hpp"
 
 namespace starfact::batched::detail {
 
@@ -52,19 +49,7 @@ void submit_slice(SliceCodelet& cl, const std::vector<starpu_data_handle_t>& han
     task->cl_arg_free = 1;
     task->flops = flops;
     task->name = cl.task_name();
-    if (codelets::detail::trace_enabled()) {
-        task->callback_func = codelets::detail::trace_callback;
-        task->callback_arg = task;
-    }
-    const int ret = starpu_task_submit(task);
-    if (ret != 0) {
-        task->destroy = 0;  // a refused task is ours to free
-        starpu_task_destroy(task);
-        if (ret == -ENODEV)
-            throw RuntimeError(
-                fmt::format("no worker can run codelet '{}' (forced implementation or no such worker)", cl.symbol()));
-        throw RuntimeError(fmt::format("starpu_task_submit({}) failed: {}", cl.symbol(), ret));
-    }
+    codelets::detail::submit_task(task, cl.symbol());
 }
 
 }  // namespace starfact::batched::detail

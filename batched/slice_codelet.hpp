@@ -37,8 +37,8 @@ private:
 };
 
 /// Submits one task of cl on `handles`, with a copy of the `size` bytes at args as its argument
-/// and `flops` for the model and the traces (codelets/trace.hpp); throws RuntimeError naming the
-/// codelet when StarPU refuses it (-ENODEV: no worker may run it).
+/// and `flops` for the model and the traces (codelets::detail::submit_task, which also reports a
+/// refusal).
 void submit_slice(SliceCodelet& cl, const std::vector<starpu_data_handle_t>& handles, const void* args,
                   std::size_t size, double flops);
 

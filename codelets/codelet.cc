@@ -98,6 +98,10 @@ void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, co
     task->priority = priority;
     task->flops = flops;
     task->name = cl.task_name();
+    submit_task(task, cl.symbol());
+}
+
+void submit_task(starpu_task* task, const std::string& symbol) {
     if (trace_enabled()) {
         task->callback_func = trace_callback;
         task->callback_arg = task;
@@ -107,9 +111,9 @@ void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, co
         task->destroy = 0;  // a refused task is ours to free
         starpu_task_destroy(task);
         if (ret == -ENODEV)
-            throw RuntimeError(fmt::format("no worker can run codelet '{}' (forced implementation or no such worker)",
-                                           cl.symbol()));
-        throw RuntimeError(fmt::format("starpu_task_submit({}) failed: {}", cl.symbol(), ret));
+            throw RuntimeError(
+                fmt::format("no worker can run codelet '{}' (forced implementation or no such worker)", symbol));
+        throw RuntimeError(fmt::format("starpu_task_submit({}) failed: {}", symbol, ret));
     }
 }
 

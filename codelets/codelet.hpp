@@ -61,6 +61,11 @@ private:
 void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const void* args, std::size_t size,
             int priority, double flops, int worker);
 
+/// Submits a filled task of the codelet `symbol` names: with the trace callback while tracing is
+/// on (codelets/trace.hpp); a refused task is freed and reported as RuntimeError naming the
+/// codelet (-ENODEV: no worker may run it). Also used by the batched codelets.
+void submit_task(starpu_task* task, const std::string& symbol);
+
 template <class Args>
 void submit(Codelet& cl, std::initializer_list<starpu_data_handle_t> handles, const Args& args, int priority,
             double flops, int worker = -1) {
