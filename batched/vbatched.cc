@@ -282,16 +282,24 @@ void vgetrs(Context& ctx, const VSizes& a_sizes, int nrhs, const T* const* A, co
     cuda::vgetrs<T>(l, nmax, a_sizes.device_n, nrhs, A, a_sizes.device_ld, ipiv, B, b_sizes.device_ld, count);
 }
 
-template <class T>
-void vgeqrf(Context& ctx, Schedule schedule, const VShapes& a, T* const* A, T* const* tau, int count) {
-    check_count(count);
+namespace {
+/// The Context path's checks of the QR shapes: every array given, and the shapes valid
+/// (tall: m >= n for each matrix, as gels needs).
+void check_qr_shapes(const VShapes& a, int count, bool tall) {
     check_array(a.m, count, "m");
     check_array(a.n, count, "n");
     check_array(a.ld, count, "lda");
     check_array(a.device_m, count, "device_m");
     check_array(a.device_n, count, "device_n");
     check_array(a.device_ld, count, "device_lda");
-    check_shapes(a.m, a.n, a.ld, count, "lda", false);
+    check_shapes(a.m, a.n, a.ld, count, "lda", tall);
+}
+}  // namespace
+
+template <class T>
+void vgeqrf(Context& ctx, Schedule schedule, const VShapes& a, T* const* A, T* const* tau, int count) {
+    check_count(count);
+    check_qr_shapes(a, count, false);
     check_array(A, count, "A");
     check_array(tau, count, "tau");
     if (count == 0) return;
@@ -305,13 +313,7 @@ void vgels(Context& ctx, Schedule schedule, const VShapes& a, int nrhs, T* const
            const VSizes& b_sizes, T* const* B, int* info, int count) {
     check_count(count);
     check_nrhs(nrhs);
-    check_array(a.m, count, "m");
-    check_array(a.n, count, "n");
-    check_array(a.ld, count, "lda");
-    check_array(a.device_m, count, "device_m");
-    check_array(a.device_n, count, "device_n");
-    check_array(a.device_ld, count, "device_lda");
-    check_shapes(a.m, a.n, a.ld, count, "lda", true);
+    check_qr_shapes(a, count, true);
     check_array(b_sizes.n, count, "n");
     check_array(b_sizes.ld, count, "ldb");
     check_array(b_sizes.device_ld, count, "device_ldb");
