@@ -5,7 +5,9 @@
 // matrix (C the power of two >= n), lane c holding column c in registers (template <T, M, C>,
 // rows m..M-1 kept as zeros, which change no norm or product); lane j computes reflector j
 // (LAPACK's larfg: scaled norm, beta = -sign(alpha) ||(alpha, x)||, tau = 0 for x = 0, safmin
-// rescaling) and the lanes right of it apply it to their own columns, no shuffle involved.
+// rescaling) and the lanes right of it apply it to their own columns, no shuffle involved. The
+// kernel takes its shapes from a policy (FixedShapes here; VarShapes, each matrix its own m, n
+// and lda, for vgeqrf's batches that fit it, through vgeqrf_small).
 //
 // Larger ones are blocked twice. A panel of at most kQr.ib columns is factored by one thread
 // block: in registers when it has at most 512 rows (warp w owns columns w, w + 16; lane l rows
@@ -13,7 +15,8 @@
 // barrier per column; the products that apply it also give G = V^T V, from which the kernel
 // forms T, LAPACK's larft), else in shared memory or in place in global memory (then G by a
 // batched gemm and T by larft_kernel). The panel's V (unit lower, explicit zeros) goes to the
-// workspace and Y = V T follows by a batched gemm. The rest of the outer block (kQr.nb
+// workspace, and so does Y = V T: formed by the register kernel from V staged in shared memory,
+// by a batched gemm after the other one. The rest of the outer block (kQr.nb
 // columns) is updated with C -= V (Y^T C); the panels' Y are merged into the outer block's
 // (Y2 <- Y2 - Y1 (V1^T Y2), which is V [T1 T12; 0 T2] without forming T12), so the trailing
 // matrix sees one block reflector of width nb: two large batched gemms per outer step.
@@ -183,11 +186,14 @@ __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
 /// warp w owns columns w, w + W, ... (at most K), lane l rows l, l + 32, .... The owner of
 /// column c computes its reflector into a double-buffered shared vector (so one barrier per
 /// column suffices), the others apply it to their columns with the products of all their
-/// columns side by side. Tau and V (when not null) as panel_kernel.
+/// columns side by side. Tau and V (when not null) as panel_kernel; with Tm, T (LAPACK's
+/// larft) there; with Y too (V and Tm not null; dynamic shared memory for 32 R x 32 entries),
+/// Y = V T in V's layout (rows 0..above-1 zero), V staged through shared memory.
 template <class T, int R, int K>
 __global__ void __launch_bounds__(512)
     reg_panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv, long long vstride,
-                     int above, T* Tm, long long tstride) {
+                     int above, T* Tm, long long tstride, T* Y) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ T vbuf[2][32 * R];
     __shared__ T s_tau[32];
     __shared__ T sT[32 * 33];  // G = V^T V (strict upper), then T in place
@@ -271,8 +277,34 @@ __global__ void __launch_bounds__(512)
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 const int row = lane + 32 * r;
-                if (row < mp) Vc[above + row] = row > cc ? a[k][r] : (row == cc ? T(1) : T(0));
+                const T vr = row < mp ? (row > cc ? a[k][r] : (row == cc ? T(1) : T(0))) : T(0);
+                if (row < mp) Vc[above + row] = vr;
+                if (Y != nullptr) reinterpret_cast<T*>(smem_raw)[row + 32 * R * cc] = vr;
             }
+        }
+    }
+    if (Y == nullptr) return;
+    __syncthreads();  // V staged, T in sT (larft_in_place above)
+    const T* sV = reinterpret_cast<const T*>(smem_raw);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int cc = warp + k * W;
+        if (cc >= iw) continue;
+        // Y(:, cc) = V(:, 0:cc+1) T(0:cc+1, cc) (T upper triangular).
+        T y[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) y[r] = 0;
+        for (int l = 0; l <= cc; ++l) {
+            const T t = sT[l + 33 * cc];
+#pragma unroll
+            for (int r = 0; r < R; ++r) y[r] += sV[lane + 32 * r + 32 * R * l] * t;
+        }
+        T* Yc = Y + b * vstride + static_cast<long long>(cc) * ldv;
+        for (int i = lane; i < above; i += 32) Yc[i] = 0;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int row = lane + 32 * r;
+            if (row < mp) Yc[above + row] = y[r];
         }
     }
 }
@@ -344,11 +376,38 @@ __device__ T lane_larfg(T (&a)[M], int j) {
     return tau;
 }
 
-/// Whole small matrices (m <= M, n <= C): C lanes per matrix, 32 / C matrices per warp, lane c
-/// of a group holding column c in registers; staged through shared memory so that global
-/// memory is read and written once, coalesced.
-template <class T, int M, int C>
-__global__ void __launch_bounds__(128) small_kernel(T* const* A, int lda, int m, int n, T* tau, int count) {
+/// The shapes of a fixed-size batch for small_kernel: every matrix m x n (m >= n), leading
+/// dimension lda, matrix b's tau at tau + b * n.
+template <class T>
+struct FixedShapes {
+    int m, n, lda;
+    T* tau;
+    __device__ int rows(long long) const { return m; }
+    __device__ int cols(long long) const { return n; }
+    __device__ int ld(long long) const { return lda; }
+    __device__ T* tau_of(long long b) const { return tau + b * n; }
+};
+
+/// The shapes of a variable-size batch (vgeqrf): matrix b is m[b] x n[b] (any shape), leading
+/// dimension lda[b], its min(m[b], n[b]) tau at tau[b].
+template <class T>
+struct VarShapes {
+    const int* m;
+    const int* n;
+    const int* lda;
+    T* const* tau;
+    __device__ int rows(long long b) const { return m[b]; }
+    __device__ int cols(long long b) const { return n[b]; }
+    __device__ int ld(long long b) const { return lda[b]; }
+    __device__ T* tau_of(long long b) const { return tau[b]; }
+};
+
+/// Whole small matrices (m <= M, n <= C, each its own shape from `sh`): C lanes per matrix,
+/// 32 / C matrices per warp, lane c of a group holding column c in registers; staged through
+/// shared memory so that global memory is read and written once, coalesced. Matrix b gets
+/// min(m, n) reflectors (LAPACK's geqr2: the last one of a matrix with m <= n has tau = 0).
+template <class T, int M, int C, class Shapes>
+__global__ void __launch_bounds__(128) small_kernel(T* const* A, Shapes sh, int count) {
     constexpr int G = 32 / C;  // matrices per warp
     constexpr int LD = M + 1;  // odd: lanes reading different columns hit different banks
     constexpr int kWarpElems = G * C * LD + G * (M + 1);
@@ -358,30 +417,33 @@ __global__ void __launch_bounds__(128) small_kernel(T* const* A, int lda, int m,
     const int g = lane / C, c = lane % C;
     T* v = stage + G * C * LD + g * (M + 1);  // this group's reflector; v[M] holds tau
     const long long first = (static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + warp) * G;
-    const int mn = m * n;
     for (int q = 0; q < G && first + q < count; ++q) {
+        const int mq = sh.rows(first + q), mn = mq * sh.cols(first + q), ldq = sh.ld(first + q);
         const T* src = A[first + q];
         for (int e = lane; e < mn; e += 32) {
-            const int i = e % m, j = e / m;
-            stage[q * C * LD + j * LD + i] = src[i + static_cast<long long>(j) * lda];
+            const int i = e % mq, j = e / mq;
+            stage[q * C * LD + j * LD + i] = src[i + static_cast<long long>(j) * ldq];
         }
     }
     __syncwarp();
     const long long b = first + g;
-    const bool active = b < count && c < n;
+    const int mb = b < count ? sh.rows(b) : 0, nb = b < count ? sh.cols(b) : 0, kb = min(mb, nb);
+    const bool active = c < nb;
     T a[M];
 #pragma unroll
-    for (int i = 0; i < M; ++i) a[i] = active && i < m ? stage[(g * C + c) * LD + i] : T(0);
+    for (int i = 0; i < M; ++i) a[i] = active && i < mb ? stage[(g * C + c) * LD + i] : T(0);
+    int steps = kb;  // the warp's most reflectors
+    for (int o = 16; o > 0; o /= 2) steps = max(steps, __shfl_xor_sync(kFull, steps, o));
     T my_tau = 0;
-    for (int j = 0; j < n; ++j) {
-        if (active && c == j) {
+    for (int j = 0; j < steps; ++j) {
+        if (active && c == j && j < kb) {
             my_tau = lane_larfg(a, j);
 #pragma unroll
             for (int i = 0; i < M; ++i) v[i] = i > j ? a[i] : (i == j ? T(1) : T(0));
             v[M] = my_tau;
         }
         __syncwarp();
-        if (active && c > j) {
+        if (active && c > j && j < kb) {
             const T t = v[M];
             if (t != T(0)) {
                 T s0 = 0, s1 = 0;
@@ -401,15 +463,16 @@ __global__ void __launch_bounds__(128) small_kernel(T* const* A, int lda, int m,
     if (active) {
 #pragma unroll
         for (int i = 0; i < M; ++i)
-            if (i < m) stage[(g * C + c) * LD + i] = a[i];
-        tau[b * n + c] = my_tau;
+            if (i < mb) stage[(g * C + c) * LD + i] = a[i];
+        if (c < kb) sh.tau_of(b)[c] = my_tau;
     }
     __syncwarp();
     for (int q = 0; q < G && first + q < count; ++q) {
+        const int mq = sh.rows(first + q), mn = mq * sh.cols(first + q), ldq = sh.ld(first + q);
         T* dst = A[first + q];
         for (int e = lane; e < mn; e += 32) {
-            const int i = e % m, j = e / m;
-            dst[i + static_cast<long long>(j) * lda] = stage[q * C * LD + j * LD + i];
+            const int i = e % mq, j = e / mq;
+            dst[i + static_cast<long long>(j) * ldq] = stage[q * C * LD + j * LD + i];
         }
     }
 }
@@ -542,29 +605,37 @@ static_assert(kRegPanelWarps * 2 >= kQr.ib, "every panel column has an owner");
 
 template <class T, int R>
 void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
-                      int ldv, long long vstride, int above, T* Tm, long long tstride, int count) {
-    reg_panel_kernel<T, R, 2><<<count, 32 * kRegPanelWarps, 0, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv,
-                                                                                vstride, above, Tm, tstride);
+                      int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
+    const std::size_t smem = Y != nullptr ? sizeof(T) * 32 * R * 32 : 0;
+    if (smem > 48 * 1024) detail::opt_in_shared(reg_panel_kernel<T, R, 2>, "geqrf register panel shared memory");
+    reg_panel_kernel<T, R, 2><<<count, 32 * kRegPanelWarps, smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V,
+                                                                                   ldv, vstride, above, Tm, tstride, Y);
     detail::check_launch("geqrf register panel");
 }
 
-/// Factors one panel of every matrix; with V, also writes V, and T too when it returns true
-/// (the register kernel forms T itself; the other one leaves it to G = V^T V and larft_kernel).
+/// Factors one panel of every matrix; with V, also writes V, and T and Y = V T too when it
+/// returns true (the register kernel forms them itself; the other one leaves T to G = V^T V and
+/// larft_kernel, Y to a gemm).
 template <class T>
 bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv,
-                  long long vstride, int above, T* Tm, long long tstride, int count) {
+                  long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
     const int mp = m - row0;
     if (mp <= 32 * kRegPanelSlots) {
         // In registers: the smallest R (rows per lane) that holds the panel.
+        if (V == nullptr || Tm == nullptr) Y = nullptr;
         if (mp <= 64)
-            launch_reg_panel<T, 2>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, count);
+            launch_reg_panel<T, 2>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
+                                   count);
         else if (mp <= 128)
-            launch_reg_panel<T, 4>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, count);
+            launch_reg_panel<T, 4>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
+                                   count);
         else if (mp <= 256)
-            launch_reg_panel<T, 8>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, count);
+            launch_reg_panel<T, 8>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
+                                   count);
         else
-            launch_reg_panel<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, count);
-        return V != nullptr && Tm != nullptr;
+            launch_reg_panel<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
+                                    count);
+        return Y != nullptr;
     }
     const std::size_t bytes = static_cast<std::size_t>(mp | 1) * iw * sizeof(T);
     const bool in_smem = bytes <= kQr.panel_smem_bytes;
@@ -578,41 +649,43 @@ bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, i
     return false;
 }
 
-template <class T, int M, int C>
-void launch_small_mc(const Launch& launch, T* const* A, int lda, int m, int n, T* tau, int count) {
+template <class T, int M, int C, class Shapes>
+void launch_small_mc(const Launch& launch, T* const* A, const Shapes& sh, int count) {
     constexpr int G = 32 / C;
     const int warps = kQr.small_warps;
     const std::size_t smem = static_cast<std::size_t>(warps) * (G * C * (M + 1) + G * (M + 1)) * sizeof(T);
     if (smem > 48 * 1024)
-        detail::check(cudaFuncSetAttribute(small_kernel<T, M, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        detail::check(cudaFuncSetAttribute(small_kernel<T, M, C, Shapes>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem)),
                       "geqrf small shared memory");
     const int per_block = warps * G;
-    small_kernel<T, M, C>
-        <<<detail::ceil_div(count, per_block), 32 * warps, smem, launch.stream>>>(A, lda, m, n, tau, count);
+    small_kernel<T, M, C, Shapes>
+        <<<detail::ceil_div(count, per_block), 32 * warps, smem, launch.stream>>>(A, sh, count);
     detail::check_launch("geqrf small");
 }
 
-/// The smallest row bound M >= m (M, 2M, ... up to kSmallRowsMax) for C columns.
-template <class T, int M, int C>
-void launch_small_rows(const Launch& launch, T* const* A, int lda, int m, int n, T* tau, int count) {
+/// The smallest row bound M >= mmax (M, 2M, ... up to kSmallRowsMax) for C columns.
+template <class T, int M, int C, class Shapes>
+void launch_small_rows(const Launch& launch, T* const* A, const Shapes& sh, int mmax, int count) {
     if constexpr (M < kSmallRowsMax) {
-        if (m > M) {
-            launch_small_rows<T, 2 * M, C>(launch, A, lda, m, n, tau, count);
+        if (mmax > M) {
+            launch_small_rows<T, 2 * M, C>(launch, A, sh, mmax, count);
             return;
         }
     }
-    launch_small_mc<T, M, C>(launch, A, lda, m, n, tau, count);
+    launch_small_mc<T, M, C>(launch, A, sh, count);
 }
 
-template <class T>
-void launch_small(const Launch& launch, T* const* A, int lda, int m, int n, T* tau, int count) {
-    if (n <= 8)
-        launch_small_rows<T, 8, 8>(launch, A, lda, m, n, tau, count);
-    else if (n <= 16)
-        launch_small_rows<T, 16, 16>(launch, A, lda, m, n, tau, count);
+/// small_kernel for a batch whose matrices have at most mmax <= kSmallRowsMax rows and nmax
+/// <= 32 columns: C the power of two (8, 16, 32) that holds nmax.
+template <class T, class Shapes>
+void launch_small(const Launch& launch, T* const* A, const Shapes& sh, int mmax, int nmax, int count) {
+    if (nmax <= 8)
+        launch_small_rows<T, 8, 8>(launch, A, sh, mmax, count);
+    else if (nmax <= 16)
+        launch_small_rows<T, 16, 16>(launch, A, sh, mmax, count);
     else
-        launch_small_rows<T, 32, 32>(launch, A, lda, m, n, tau, count);
+        launch_small_rows<T, 32, 32>(launch, A, sh, mmax, count);
 }
 
 /// The workspace of the blocked path, carved as the plan says.
@@ -660,20 +733,21 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
             const bool right = k + j + iw < n;
             T* Vj = V + static_cast<long long>(j) * m;  // column j of V, row 0
             T* Yj = Y + static_cast<long long>(j) * m;
-            const bool have_t =
-                launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? Vj : nullptr, m, vs, j, ws.Tm, ts, count);
+            const bool have_y = launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? Vj : nullptr, m, vs, j,
+                                                ws.Tm, ts, right ? Yj : nullptr, count);
             if (!right) continue;
-            if (!have_t) {
+            if (!have_y) {
                 // T of the panel from G = V_j^T V_j.
                 detail::check(gemm_strided(h, Tr, N, iw, iw, mp - j, T(1), Vj + j, m, vs, Vj + j, m, vs, T(0), ws.G,
                                            kLdT, ts, count),
                               "geqrf gemm G = V^T V");
                 larft_kernel<T><<<detail::ceil_div(count, 4), 128, 0, s>>>(ws.G, ws.Tm, ts, tau, n, k + j, iw, count);
                 detail::check_launch("geqrf larft");
+                // Y_j = V_j T_j (V_j's rows above j are zero, so Y_j's are too).
+                detail::check(
+                    gemm_strided(h, N, N, mp, iw, iw, T(1), Vj, m, vs, ws.Tm, kLdT, ts, T(0), Yj, m, vs, count),
+                    "geqrf gemm Y = V T");
             }
-            // Y_j = V_j T_j (V_j's rows above j are zero, so Y_j's are too).
-            detail::check(gemm_strided(h, N, N, mp, iw, iw, T(1), Vj, m, vs, ws.Tm, kLdT, ts, T(0), Yj, m, vs, count),
-                          "geqrf gemm Y = V T");
             const int nc = w - j - iw;
             if (nc > 0) {
                 // The rest of the outer block: C -= V_j (Y_j^T C).
@@ -717,11 +791,11 @@ void geqrf(const Launch& launch, int m, int n, T* const* A, int lda, T* tau, int
     if (count <= 0 || n <= 0) return;
     const QrPlan plan = QrPlan::make<T>(m, n, count);
     if (plan.path == QrPlan::Path::small) {
-        launch_small<T>(launch, A, lda, m, n, tau, count);
+        launch_small<T>(launch, A, FixedShapes<T>{m, n, lda, tau}, m, n, count);
         return;
     }
     if (plan.path == QrPlan::Path::panel) {
-        launch_panel<T>(launch, A, lda, m, 0, n, tau, n, nullptr, m, 0, 0, nullptr, 0, count);
+        launch_panel<T>(launch, A, lda, m, 0, n, tau, n, nullptr, m, 0, 0, nullptr, 0, nullptr, count);
         return;
     }
     detail::WorkspaceCarver carve(launch);
@@ -739,6 +813,14 @@ void geqrf(const Launch& launch, int m, int n, T* const* A, int lda, T* tau, int
         const int cnt = std::min(plan.chunk, count - first);
         geqrf_chunk<T>(launch, plan, m, n, A + first, lda, tau + static_cast<long long>(first) * n, cnt, ws);
     }
+}
+
+template <class T>
+bool vgeqrf_small(const Launch& launch, int mmax, int nmax, const int* m, const int* n, T* const* A, const int* lda,
+                  T* const* tau, int count) {
+    if (mmax > kQr.small_rows || nmax > 32) return false;
+    launch_small<T>(launch, A, VarShapes<T>{m, n, lda, tau}, mmax, nmax, count);
+    return true;
 }
 
 template <class T>
@@ -767,6 +849,10 @@ template std::size_t geqrf_workspace<float>(int, int, int);
 template std::size_t geqrf_workspace<double>(int, int, int);
 template void geqrf<float>(const Launch&, int, int, float* const*, int, float*, int);
 template void geqrf<double>(const Launch&, int, int, double* const*, int, double*, int);
+template bool vgeqrf_small<float>(const Launch&, int, int, const int*, const int*, float* const*, const int*,
+                                  float* const*, int);
+template bool vgeqrf_small<double>(const Launch&, int, int, const int*, const int*, double* const*, const int*,
+                                   double* const*, int);
 template std::size_t geqrs_workspace<float>(int, int, int, int);
 template std::size_t geqrs_workspace<double>(int, int, int, int);
 template void geqrs<float>(const Launch&, int, int, int, const float* const*, int, const float*, float* const*, int,

@@ -1,9 +1,12 @@
 // Householder building blocks shared by the fixed-size (geqrf.cu) and variable-size (vgeqrf.cu)
 // batched QR kernels: one warp's norm, larfg and reflector application, and a thread block's
-// factorization of a panel held in shared or global memory. Device code only.
+// factorization of a panel held in shared or global memory; and the entry through which vgeqrf
+// hands geqrf.cu's one-pass small kernel a variable-size batch that fits it.
 #pragma once
 
 #include <cfloat>
+
+#include "batched/cuda/kernels.hpp"
 
 namespace starfact::batched::cuda::householder {
 
@@ -168,3 +171,15 @@ __device__ void factor_panel(T* P, int ldp, int mp, int iw, T* s_tau) {
 }
 
 }  // namespace starfact::batched::cuda::householder
+
+namespace starfact::batched::cuda {
+
+/// vgeqrf of a batch whose matrices all have at most mmax <= 64 rows and nmax <= 32 columns
+/// (any shape within), by geqrf.cu's one-pass small kernel reading each matrix's own m[b],
+/// n[b], lda[b] (device arrays) and writing min(m[b], n[b]) tau to tau[b]; returns true. Other
+/// batches: returns false and launches nothing. Needs no workspace.
+template <class T>
+bool vgeqrf_small(const Launch& launch, int mmax, int nmax, const int* m, const int* n, T* const* A, const int* lda,
+                  T* const* tau, int count);
+
+}  // namespace starfact::batched::cuda

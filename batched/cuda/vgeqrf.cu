@@ -2,12 +2,15 @@
 // arrays of device matrices of different shapes m[b] x n[b], with the SSDE and DSSE schedules
 // (vbatched_kernels.hpp), counted on k = min(m, n) in steps of kVBlock = 32 columns.
 //
-// vgeqrf, step s, for the matrices whose factorization is at column block c0 = 32 j:
+// vgeqrf: a batch whose matrices all have at most 64 rows and 32 columns takes the fixed-size
+// geqrf's one-pass small kernel (geqrf.cu, through vgeqrf_small: each matrix its own shape, in
+// registers). Other batches, step s, for the matrices whose factorization is at column block
+// c0 = 32 j:
 // - panel kernel, one thread block (8 warps) per matrix: the Householder QR of the panel
 //   A(c0:m, c0:c0+iw), iw = min(32, k - c0), in shared memory when the step's rows fit (else
 //   in place), column c's reflector computed by warp c % 8 (LAPACK's larfg) while the other
-//   warps apply the previous one to their own columns, as the fixed-size panel of geqrf.cu
-//   (whose device functions are copied below: they live in that file's anonymous namespace);
+//   warps apply the previous one to their own columns (householder.cuh's factor_panel, as the
+//   fixed-size panel of geqrf.cu);
 //   then G = V^T V and T (LAPACK's larft, forward columnwise) to the workspace, tau[b].
 // - update kernel, one thread block per (matrix, 32 trailing columns): C -= V (T^T (V^T C)) on
 //   C = A(c0:m, cols), by 32-row chunks of V and C staged in shared memory.
@@ -252,6 +255,10 @@ template <class T>
 void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bd, const int* m, const int* n, T* const* A,
             const int* lda, T* const* tau, int count) {
     if (count <= 0 || bd.kmax <= 0) return;
+    // Matrices that all fit geqrf.cu's one-pass kernel (registers, one warp's lanes per matrix)
+    // go there whatever the schedule: one launch instead of a panel kernel with a block
+    // barrier per column.
+    if (vgeqrf_small<T>(launch, bd.mmax, bd.nmax, m, n, A, lda, tau, count)) return;
     detail::WorkspaceCarver carve(launch);
     T* Tws = carve.take<T>(static_cast<std::size_t>(K) * K * count);
     const int steps = vsteps(bd.kmax);
