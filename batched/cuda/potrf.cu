@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "batched/cuda/common.cuh"
+#include "batched/cuda/potrf_registers.hpp"
 #include "batched/cuda/trsv_block.cuh"
 
 namespace starfact::batched::cuda {
@@ -47,6 +48,7 @@ namespace {
 constexpr int kLeafBounds[] = {4, 8, 16, 32};
 /// The largest order factored in registers: the potrf recursion stops there.
 constexpr int kLeafMax = kLeafBounds[std::size(kLeafBounds) - 1];
+static_assert(kVPotrfRegisterMax == kLeafMax, "vpotrf hands the register kernel what it can factor");
 /// Width of the other leaves (triangular solves, diagonal blocks of the symmetric update) and
 /// granularity of every cut; also the largest order of the register solve (one warp).
 constexpr int kCut = 32;
@@ -112,9 +114,13 @@ View make_view(int ld, bool trans) {
 /// Factors the n x n block at view v of every matrix (n <= NB). info_base is the block's
 /// offset on the diagonal; when after_first is set, a matrix whose info is already nonzero is
 /// skipped (an earlier block failed), else info is written for every matrix.
-template <class T, int NB>
+/// kVar (vpotrf, variable sizes): matrix b's order is vn[b] and its leading dimension vld[b]
+/// (n, v.off and v.ld are unused, v.trans gives the triangle); each group of lanes stops after
+/// its own matrix's last column or first failing pivot, so a small matrix costs few steps.
+template <class T, int NB, bool kVar>
 __global__ void __launch_bounds__(kLeafThreads)
-    potrf_leaf_kernel(T* const* A, View v, int n, int* info, int info_base, bool after_first, int count) {
+    potrf_leaf_kernel(T* const* A, View v, int n, const int* vn, const int* vld, int* info, int info_base,
+                      bool after_first, int count) {
     constexpr int P = pow2_at_least(NB);  // lanes per matrix, inside one warp
     constexpr int G = kLeafThreads / P;   // matrices per block
     constexpr int LDS = NB + 1;
@@ -124,10 +130,22 @@ __global__ void __launch_bounds__(kLeafThreads)
     const int g = threadIdx.x / P;
     const int r = threadIdx.x % P;
     const int b = blockIdx.x * G + g;
+    // The group's lanes (groups leave the step loop at different steps when kVar).
+    const unsigned group = P == 32 ? 0xffffffffu : ((1u << P) - 1u) << ((threadIdx.x % 32) / P * P);
     bool active = b < count;
     if (active && after_first) active = info[b] == 0;
-    const int nn = active ? n : 0;  // inactive groups compute on the identity and store nothing
-    T* a = active ? A[b] + v.off : nullptr;
+    int nn = 0, ld = v.ld;  // inactive groups compute on the identity and store nothing
+    T* a = nullptr;
+    if (active) {
+        if constexpr (kVar) {
+            nn = vn[b];
+            ld = vld[b];
+            a = A[b];
+        } else {
+            nn = n;
+            a = A[b] + v.off;
+        }
+    }
     T* s = s_mat[g];
 
     // Lane r reads stored column o at row r: coalesced in both orientations. Every load of a
@@ -135,15 +153,15 @@ __global__ void __launch_bounds__(kLeafThreads)
     T rA[NB];
     if (!v.trans) {
 #pragma unroll
-        for (int j = 0; j < NB; ++j) rA[j] = (r < nn && j < nn && j <= r) ? a[r + j * v.ld] : T(r == j ? 1 : 0);
+        for (int j = 0; j < NB; ++j) rA[j] = (r < nn && j < nn && j <= r) ? a[r + j * ld] : T(r == j ? 1 : 0);
     } else {  // stored column o holds row o of the lower view: transpose through shared memory
 #pragma unroll
         for (int o = 0; o < NB; ++o)
-            if (r < nn && o < nn && r <= o) rA[o] = a[r + o * v.ld];
+            if (r < nn && o < nn && r <= o) rA[o] = a[r + o * ld];
 #pragma unroll
         for (int o = 0; o < NB; ++o)
             if (r < nn && o < nn && r <= o) s[o + r * LDS] = rA[o];
-        __syncwarp();
+        __syncwarp(group);
 #pragma unroll
         for (int j = 0; j < NB; ++j) rA[j] = (r < nn && j < nn && j <= r) ? s[r + j * LDS] : T(r == j ? 1 : 0);
     }
@@ -153,9 +171,12 @@ __global__ void __launch_bounds__(kLeafThreads)
     T* col = s_col[g];
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
+        if constexpr (kVar) {
+            if (j >= nn || !alive) break;  // uniform over the group
+        }
         T* buf = col + (j & 1) * P;  // two buffers: step j+1 writes while no one reads step j's
         if (r >= j && r < NB) buf[r] = rA[j];
-        __syncwarp();
+        __syncwarp(group);
         const T d = buf[j];
         if (alive && !(d > T(0))) {  // not positive, or NaN: LAPACK's test
             alive = false;
@@ -174,16 +195,16 @@ __global__ void __launch_bounds__(kLeafThreads)
     if (!v.trans) {
 #pragma unroll
         for (int j = 0; j < NB; ++j)
-            if (r < nn && j < nn && j <= r) a[r + j * v.ld] = rA[j];
+            if (r < nn && j < nn && j <= r) a[r + j * ld] = rA[j];
     } else {
-        __syncwarp();  // every lane has read s above
+        __syncwarp(group);  // every lane has read s above
 #pragma unroll
         for (int j = 0; j < NB; ++j)
             if (r < nn && j < nn && j <= r) s[r + j * LDS] = rA[j];
-        __syncwarp();
+        __syncwarp(group);
 #pragma unroll
         for (int o = 0; o < NB; ++o)
-            if (r < nn && o < nn && r <= o) a[r + o * v.ld] = s[o + r * LDS];
+            if (r < nn && o < nn && r <= o) a[r + o * ld] = s[o + r * LDS];
     }
     if (r == 0 && b < count) {
         if (!after_first)
@@ -193,16 +214,17 @@ __global__ void __launch_bounds__(kLeafThreads)
     }
 }
 
-template <class T, std::size_t I = 0>
-void launch_leaf(cudaStream_t stream, int n, T* const* A, View v, int* info, int info_base, bool after_first,
-                 int count) {
+/// Launches the register kernel with the smallest bound >= n (kVar: n is the batch's largest order).
+template <class T, bool kVar = false, std::size_t I = 0>
+void launch_leaf(cudaStream_t stream, int n, T* const* A, View v, const int* vn, const int* vld, int* info,
+                 int info_base, bool after_first, int count) {
     constexpr int NB = kLeafBounds[I];
     if constexpr (I + 1 < std::size(kLeafBounds)) {
-        if (n > NB) return launch_leaf<T, I + 1>(stream, n, A, v, info, info_base, after_first, count);
+        if (n > NB) return launch_leaf<T, kVar, I + 1>(stream, n, A, v, vn, vld, info, info_base, after_first, count);
     }
     constexpr int G = kLeafThreads / pow2_at_least(NB);
-    potrf_leaf_kernel<T, NB>
-        <<<detail::ceil_div(count, G), kLeafThreads, 0, stream>>>(A, v, n, info, info_base, after_first, count);
+    potrf_leaf_kernel<T, NB, kVar><<<detail::ceil_div(count, G), kLeafThreads, 0, stream>>>(
+        A, v, n, vn, vld, info, info_base, after_first, count);
     detail::check_launch("potrf leaf kernel");
 }
 
@@ -580,6 +602,133 @@ cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperat
     return cublasSgemmBatched(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, count);
 }
 
+// ---- Our batched gemm in FP64 on the tensor cores: C <- C - A op(B) ---------------------------
+
+/// D = D + A B for one m8n8k4 FP64 tensor-core product: lane (g = lane / 4, q = lane % 4) holds
+/// A(g, q), B(q, g) and D(g, 2q), D(g, 2q + 1) (PTX ISA, mma.m8n8k4 .f64 fragments).
+__device__ __forceinline__ void dmma_8x8x4(double& d0, double& d1, double a, double b) {
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+                 : "+d"(d0), "+d"(d1)
+                 : "d"(a), "d"(b));
+}
+
+/// Threads per block of gemm_dmma_kernel: four warps, 2 x 2 over the block's tile of C.
+constexpr int kGemmThreads = 128;
+
+/// C (m x n) <- C - A op(B) for every problem p < problems: A[p], B[p], C[p] point at the
+/// operands (offsets included; the views give strides and orientation, their off is unused),
+/// op(B) = B^T (B n x k) when b_trans, else B (k x n). One block per (problem, 64 x 16 FN tile of
+/// C); k in chunks of 16 staged in shared memory (the next chunk's loads issued before the
+/// current one's products), every warp a 32 x 8 FN tile of 4 x FN m8n8k4 accumulators; C read,
+/// updated and written once at the end.
+template <int FN>
+__global__ void __launch_bounds__(kGemmThreads)
+    gemm_dmma_kernel(double* const* C, View cv, const double* const* A, View av, const double* const* B, View bv,
+                     bool b_trans, int m, int n, int k, int tiles_m, int tiles) {
+    constexpr int TM = 64, TN = 16 * FN, KT = 16;
+    constexpr int LA = TM + 4, LB = TN + 4;  // = 4 (mod 16) doubles: fragment loads without conflicts
+    constexpr int EA = TM * KT / kGemmThreads, EB = TN * KT / kGemmThreads;
+    __shared__ double sA[KT * LA];  // A(i0 + i, l0 + l) at i + l * LA
+    __shared__ double sB[KT * LB];  // op(B)(l0 + l, j0 + j) at j + l * LB
+
+    const int p = blockIdx.x / tiles;
+    const int t = blockIdx.x % tiles;
+    const int i0 = (t % tiles_m) * TM, j0 = (t / tiles_m) * TN;
+    const double* a = A[p];
+    const double* bp = B[p];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wi = (warp % 2) * 32, wj = (warp / 2) * 8 * FN;
+    const int g = lane / 4, q = lane % 4;
+    const bool b_along_j = b_trans != bv.trans;  // memory contiguous along op(B)'s columns
+
+    double ra[EA], rb[EB];
+    auto fetch = [&](int l0) {
+#pragma unroll
+        for (int e = 0; e < EA; ++e) {
+            const int x = tid + kGemmThreads * e;
+            const int i = av.trans ? x / KT : x % TM;
+            const int l = av.trans ? x % KT : x / TM;
+            ra[e] = (i0 + i < m && l0 + l < k) ? a[static_cast<long long>(i0 + i) * av.rs +
+                                                     static_cast<long long>(l0 + l) * av.cs]
+                                               : 0.0;
+        }
+#pragma unroll
+        for (int e = 0; e < EB; ++e) {
+            const int x = tid + kGemmThreads * e;
+            const int j = b_along_j ? x % TN : x / KT;
+            const int l = b_along_j ? x / TN : x % KT;
+            const long long r = b_trans ? j0 + j : l0 + l, c = b_trans ? l0 + l : j0 + j;
+            rb[e] = (j0 + j < n && l0 + l < k) ? bp[r * bv.rs + c * bv.cs] : 0.0;
+        }
+    };
+    double acc[4][FN][2];
+#pragma unroll
+    for (int x = 0; x < 4; ++x)
+#pragma unroll
+        for (int y = 0; y < FN; ++y) acc[x][y][0] = acc[x][y][1] = 0.0;
+
+    fetch(0);
+    for (int l0 = 0; l0 < k; l0 += KT) {
+#pragma unroll
+        for (int e = 0; e < EA; ++e) {
+            const int x = tid + kGemmThreads * e;
+            const int i = av.trans ? x / KT : x % TM;
+            const int l = av.trans ? x % KT : x / TM;
+            sA[i + l * LA] = ra[e];
+        }
+#pragma unroll
+        for (int e = 0; e < EB; ++e) {
+            const int x = tid + kGemmThreads * e;
+            const int j = b_along_j ? x % TN : x / KT;
+            const int l = b_along_j ? x / TN : x % KT;
+            sB[j + l * LB] = rb[e];
+        }
+        __syncthreads();
+        if (l0 + KT < k) fetch(l0 + KT);
+#pragma unroll
+        for (int s = 0; s < KT; s += 4) {
+            double af[4], bf[FN];
+#pragma unroll
+            for (int x = 0; x < 4; ++x) af[x] = sA[wi + 8 * x + g + (s + q) * LA];
+#pragma unroll
+            for (int y = 0; y < FN; ++y) bf[y] = sB[wj + 8 * y + g + (s + q) * LB];
+#pragma unroll
+            for (int x = 0; x < 4; ++x)
+#pragma unroll
+                for (int y = 0; y < FN; ++y) dmma_8x8x4(acc[x][y][0], acc[x][y][1], af[x], bf[y]);
+        }
+        __syncthreads();
+    }
+    double* c = C[p];
+#pragma unroll
+    for (int x = 0; x < 4; ++x)
+#pragma unroll
+        for (int y = 0; y < FN; ++y)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int i = i0 + wi + 8 * x + g, j = j0 + wj + 8 * y + 2 * q + h;
+                if (i < m && j < n) {
+                    const long long o = static_cast<long long>(i) * cv.rs + static_cast<long long>(j) * cv.cs;
+                    c[o] -= acc[x][y][h];
+                }
+            }
+}
+
+/// Which batched gemms of the recursion (double) are ours: all (default), or, with
+/// STARFACT_BATCHED_POTRF_GEMM=cublas|trsm|syrk (read once per process; a temporary measurement
+/// switch), none, those of the triangular solves only, or those of the symmetric update only.
+bool potrf_gemm_ours(bool syrk) {
+    static const int mode = [] {
+        const char* s = std::getenv("STARFACT_BATCHED_POTRF_GEMM");
+        if (s == nullptr) return 3;
+        if (std::strcmp(s, "cublas") == 0) return 0;
+        if (std::strcmp(s, "trsm") == 0) return 1;
+        if (std::strcmp(s, "syrk") == 0) return 2;
+        return 3;
+    }();
+    return (mode & (syrk ? 2 : 1)) != 0;
+}
+
 /// Host pointer mode for alpha and beta while it lives; the caller's mode is restored.
 class HostPointerMode {
 public:
@@ -675,7 +824,8 @@ public:
 
     /// gemm_minus for `jobs` gemms of the same shape and views but for their offsets (independent:
     /// none reads what another writes), in one batched gemm over jobs * count problems.
-    void gemm_jobs(const Job* job, int jobs, View c, View a, View bv, bool b_trans, int m, int n, int k) {
+    void gemm_jobs(const Job* job, int jobs, View c, View a, View bv, bool b_trans, int m, int n, int k,
+                   bool from_syrk = false) {
         if (planning_) {
             plan_.insert(plan_.end(), job, job + jobs);
             return;
@@ -688,6 +838,21 @@ public:
         T** pc = pc_ + o;
         // The operand wanted is V (tr false) or V^T; memory holds V or V^T (trans).
         auto op = [](const View& v, bool tr) { return v.trans != tr ? CUBLAS_OP_T : CUBLAS_OP_N; };
+        if constexpr (std::is_same_v<T, double>) {
+            if (potrf_gemm_ours(from_syrk)) {
+                const int fn = n > 32 ? 4 : 2;
+                const int tiles_m = detail::ceil_div(m, 64), tiles = tiles_m * detail::ceil_div(n, 16 * fn);
+                const auto blocks = static_cast<unsigned>(static_cast<long long>(tiles) * problems);
+                if (fn == 4)
+                    gemm_dmma_kernel<4><<<blocks, kGemmThreads, 0, launch_.stream>>>(pc, c, pa, a, pb, bv, b_trans, m,
+                                                                                     n, k, tiles_m, tiles);
+                else
+                    gemm_dmma_kernel<2><<<blocks, kGemmThreads, 0, launch_.stream>>>(pc, c, pa, a, pb, bv, b_trans, m,
+                                                                                     n, k, tiles_m, tiles);
+                detail::check_launch("potrf gemm kernel");
+                return;
+            }
+        }
         const T minus_one = T(-1), one = T(1);
         if (!c.trans)
             detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa, a.ld, pb,
@@ -741,7 +906,7 @@ public:
     void potrf(T* const* Ap, View v, int off, int n) {
         if (n <= kLeafMax) {
             if (planning_) return;
-            launch_leaf<T>(launch_.stream, n, Ap, v.at(off, off), info_, off, off > 0, count_);
+            launch_leaf<T>(launch_.stream, n, Ap, v.at(off, off), nullptr, nullptr, info_, off, off > 0, count_);
             return;
         }
         const int n1 = split(n), n2 = n - n1;
@@ -782,7 +947,7 @@ private:
                     next.push_back({r.c, r.a, n1});
                     next.push_back({r.c.at(n1, n1), r.a.at(n1, 0), n2});
                 }
-                gemm_jobs(jobs.data(), static_cast<int>(jobs.size()), c, a, a, true, n2, n1, k);
+                gemm_jobs(jobs.data(), static_cast<int>(jobs.size()), c, a, a, true, n2, n1, k, true);
                 i = j;
             }
             level.swap(next);
@@ -937,12 +1102,20 @@ void potrf(const Launch& launch, Uplo uplo, int n, T* const* A, int lda, int* in
     }
     const View v = make_view(lda, uplo == Uplo::upper);
     if (n <= kLeafMax) {
-        launch_leaf<T>(launch.stream, n, A, v, info, 0, false, count);
+        launch_leaf<T>(launch.stream, n, A, v, nullptr, nullptr, info, 0, false, count);
         return;
     }
     HostPointerMode mode(launch.cublas);
     Batch<T> batch(launch, count, info, potrf_slots<T>(n));
     batch.run(PotrfWalk<T>{A, v, n});
+}
+
+template <class T>
+void vpotrf_registers(const Launch& launch, Uplo uplo, int nmax, const int* n, T* const* A, const int* lda, int* info,
+                      int count) {
+    if (count <= 0) return;
+    launch_leaf<T, true>(launch.stream, std::max(nmax, 1), A, make_view(1, uplo == Uplo::upper), n, lda, info, 0,
+                         false, count);
 }
 
 template <class T>
@@ -979,6 +1152,8 @@ template std::size_t potrf_workspace<float>(int, int);
 template std::size_t potrf_workspace<double>(int, int);
 template void potrf<float>(const Launch&, Uplo, int, float* const*, int, int*, int);
 template void potrf<double>(const Launch&, Uplo, int, double* const*, int, int*, int);
+template void vpotrf_registers<float>(const Launch&, Uplo, int, const int*, float* const*, const int*, int*, int);
+template void vpotrf_registers<double>(const Launch&, Uplo, int, const int*, double* const*, const int*, int*, int);
 template std::size_t potrs_workspace<float>(int, int, int);
 template std::size_t potrs_workspace<double>(int, int, int);
 template void potrs<float>(const Launch&, Uplo, int, int, const float* const*, int, float* const*, int, int);

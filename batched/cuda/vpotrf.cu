@@ -15,6 +15,8 @@
 // or has no rows there returns at once. The upper case reads the lower factor L = U^T through
 // transposed indices; every load and store is staged so that consecutive threads touch
 // consecutive addresses in either storage.
+// Batches with nmax <= kVPotrfRegisterMax (32) skip the steps: one launch of potrf.cu's
+// register kernel, instantiated for per-matrix orders (potrf_registers.hpp), factors them all.
 //
 // vpotrs: one thread block per (matrix, 16 right-hand sides), one launch: blocked forward and
 // backward substitution over 32-row blocks, left-looking (the rows already solved are read
@@ -25,6 +27,7 @@
 #include <cstddef>
 
 #include "batched/cuda/common.cuh"
+#include "batched/cuda/potrf_registers.hpp"
 #include "batched/cuda/vbatched_kernels.hpp"
 
 namespace starfact::batched::cuda {
@@ -384,6 +387,10 @@ template <class T>
 void vpotrf(const Launch& launch, Uplo uplo, Schedule schedule, int nmax, const int* n, T* const* A, const int* lda,
             int* info, int count) {
     if (count <= 0) return;
+    if (nmax <= kVPotrfRegisterMax) {  // one pass, either schedule (there is a single step)
+        vpotrf_registers<T>(launch, uplo, nmax, n, A, lda, info, count);
+        return;
+    }
     detail::check(cudaMemsetAsync(info, 0, sizeof(int) * static_cast<std::size_t>(count), launch.stream),
                   "vpotrf info reset");
     const bool trans = uplo == Uplo::upper;
