@@ -27,6 +27,7 @@
 #include "codelets/codelet.hpp"
 #include "codelets/trace.hpp"
 #include "common/error.hpp"
+#include "common/host_pool.hpp"
 #include "common/kernel_error.hpp"
 #include "common/parallel.hpp"
 #include "common/runtime.hpp"
@@ -303,28 +304,6 @@ void submit(detail::SliceCodelet& cl, const std::vector<starpu_data_handle_t>& h
 
 // ---- a host batch packed into slices ----------------------------------------------------------
 
-/// Host memory from starpu_malloc (pinned when CUDA workers exist, so transfers overlap).
-class HostBuffer {
-public:
-    explicit HostBuffer(std::size_t bytes) {
-        bytes = std::max<std::size_t>(bytes, 1);
-        if (starpu_malloc(&p_, bytes) != 0 || p_ == nullptr)
-            throw RuntimeError(fmt::format("cannot allocate {} bytes of host memory", bytes));
-    }
-    ~HostBuffer() {
-        if (p_ != nullptr) starpu_free(p_);
-    }
-    HostBuffer(const HostBuffer&) = delete;
-    HostBuffer& operator=(const HostBuffer&) = delete;
-    template <class E>
-    E* as() const {
-        return static_cast<E*>(p_);
-    }
-
-private:
-    void* p_ = nullptr;
-};
-
 /// Vector handles, unregistered (the data back home, the tasks waited for) on destruction.
 class Handles {
 public:
@@ -446,10 +425,11 @@ int run(Op op, Uplo uplo, int count, int nrhs, const int* m_in, const int* n, co
         bbase[s + 1] = bbase[s] + std::max(1LL, bb);
         pbase[s + 1] = pbase[s] + std::max(1LL, p);
     }
+    // Pinned buffers from the pool (pinning costs more than the copies; repeated calls reuse them).
     const std::size_t pelem = pivots ? sizeof(int) : sizeof(T);
-    HostBuffer hE(sizeof(Entry) * entries.size()), hA(sizeof(T) * abase[slices]),
-        hB(solve ? sizeof(T) * bbase[slices] : 1), hP(has_p ? pelem * pbase[slices] : 1),
-        hI(has_info ? sizeof(int) * entries.size() : 1);  // info too: pinned, so transfers overlap
+    using host_pool::Buffer;
+    Buffer hE(sizeof(Entry) * entries.size()), hA(sizeof(T) * abase[slices]), hB(solve ? sizeof(T) * bbase[slices] : 1),
+        hP(has_p ? pelem * pbase[slices] : 1), hI(has_info ? sizeof(int) * entries.size() : 1);
     std::memcpy(hE.as<Entry>(), entries.data(), sizeof(Entry) * entries.size());
     std::vector<int> slice_of(flops.size());
     for (int s = 0; s < slices; ++s)
@@ -458,19 +438,21 @@ int run(Op op, Uplo uplo, int count, int nrhs, const int* m_in, const int* n, co
     const auto packedB = [&](int b) { return hB.as<T>() + bbase[slice_of[b]] + entries[b].b; };
     const auto packedP = [&](int b) { return hP.as<char>() + pelem * (pbase[slice_of[b]] + entries[b].p); };
     const char tri = op == Op::potrf ? (uplo == Uplo::lower ? 'L' : 'U') : 0;
-    parallel_for(count, [&](int b) {
-        const int mb = rows(b), nb = n[b], ld = std::max(1, mb);
-        if (mb > 0 && nb > 0) copy_matrix(mb, nb, A[b], lda[b], packedA(b), ld, tri);
-        if (solve && mb > 0 && nrhs > 0) copy_matrix(mb, nrhs, B[b], ldb[b], packedB(b), ld);
-        if (op == Op::getrs && nb > 0) std::memcpy(packedP(b), P[b], sizeof(int) * static_cast<std::size_t>(nb));
-    });
 
     const std::vector<starpu_data_access_mode> m = modes(op);
     const Layout L = layout(op);
     {
+        // Each slice is submitted as soon as it is packed: its transfer and kernels overlap the
+        // packing of the next ones.
         Handles handles;
         for (int s = 0; s < slices; ++s) {
             const int lo = bounds[s], cnt = bounds[s + 1] - bounds[s];
+            parallel_for(cnt, [&](int i) {
+                const int b = lo + i, mb = rows(b), nb = n[b], ld = std::max(1, mb);
+                if (mb > 0 && nb > 0) copy_matrix(mb, nb, A[b], lda[b], packedA(b), ld, tri);
+                if (solve && mb > 0 && nrhs > 0) copy_matrix(mb, nrhs, B[b], ldb[b], packedB(b), ld);
+                if (op == Op::getrs && nb > 0) std::memcpy(packedP(b), P[b], sizeof(int) * static_cast<std::size_t>(nb));
+            });
             std::vector<starpu_data_handle_t> h(m.size());
             h[0] = handles.add(hE.as<Entry>() + lo, static_cast<std::size_t>(cnt), sizeof(Entry));
             h[L.A] = handles.add(hA.as<T>() + abase[s], static_cast<std::size_t>(abase[s + 1] - abase[s]), sizeof(T));

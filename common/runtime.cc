@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/host_pool.hpp"
 #include "common/kernel_error.hpp"
 #ifdef STARFACT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -80,6 +81,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
 
 Runtime::~Runtime() {
     starpu_task_wait_for_all();
+    host_pool::clear();  // pinned buffers are freed through StarPU's CUDA context
 #ifdef STARFACT_HAVE_CUDA
     if (starpu_cuda_worker_get_count() > 0) {
         cuda::shutdown_workers();

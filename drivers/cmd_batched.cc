@@ -379,10 +379,6 @@ void check_file_options(const BatchedOptions& o) {
                                         o.op, o.sizes.empty() ? " without --sizes" : ""));
     if (!o.sizes.empty() && (o.n_given || o.m_given))
         throw ArgumentError(o.n_given ? "-n" : "-m", fmt::format("given with --sizes '{}'", o.sizes));
-    if (!o.sizes.empty() && !o.trace_file.empty())
-        throw ArgumentError("--trace", fmt::format("'{}' with --sizes '{}': the variable-size slices are not traced "
-                                                   "yet",
-                                                   o.trace_file, o.sizes));
     check_trace_path(o.trace_file);
 }
 
@@ -548,7 +544,9 @@ int run_vbatched(const BatchedOptions& o) {
     config["schedule"] = o.schedule;
     config["slices"] = slices;
     config["seed"] = seed;
+    if (!o.trace_file.empty()) config["trace"] = o.trace_file;
     out.header(config);
+    TraceRecorder trace(o.trace_file);
 
     std::vector<T> A0(offA[count]), A(offA[count]), F(nrhs > 0 && !qr ? offA[count] : 0), B0(offB[count]),
         B(offB[count]), tau(qr ? offP[count] : 0);
@@ -594,6 +592,7 @@ int run_vbatched(const BatchedOptions& o) {
         A = A0;
         B = B0;
         int failures = factor_failures;
+        trace.start(it);
         const auto t0 = std::chrono::steady_clock::now();
         if (o.op == "potrf") failures = tasks::vpotrf(uplo, n.data(), pA.data(), ld.data(), info.data(), count, topt);
         if (o.op == "getrf")
@@ -607,6 +606,7 @@ int run_vbatched(const BatchedOptions& o) {
             failures = tasks::vgels(m.data(), n.data(), nrhs, pA.data(), ld.data(), pT.data(), pB.data(), ld.data(),
                                     info.data(), count, topt);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        trace.stop();
         times.push_back(secs);
         nlohmann::ordered_json r = {{"op", o.op},
                                     {"prec", o.prec},
@@ -660,6 +660,7 @@ int run_vbatched(const BatchedOptions& o) {
         out.row(r);
     }
     if (o.op != "geqrf") print_failures(o, info.data(), count);
+    trace.write();
     if (o.niter > 1) {
         const double t = median(times);
         out.row({{"op", o.op},

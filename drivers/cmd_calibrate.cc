@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "batched/batched.hpp"
+#include "batched/vbatched.hpp"
 #include "codelets/codelets.hpp"
 #include "codelets/trace.hpp"
 #include "common/error.hpp"
@@ -117,6 +118,79 @@ void run_batched(BatchedKind kind, const Setup& s) {
     }
 }
 
+/// One calibration run of a variable-size batched operation through batched::tasks::v*: s.count
+/// matrices of orders drawn uniformly in [1, s.nb] (the same orders every round, so that each
+/// footprint collects samples), cut into the same slicings as run_batched. The slices' flops
+/// spread over three orders of magnitude, which is what the regression of the variable-size
+/// models (fitted on flops, the footprint being a slice's exact flops) needs to predict batches
+/// never run.
+template <class T>
+void run_vbatched(BatchedKind kind, const Setup& s) {
+    const int count = s.count;
+    std::vector<int> n(static_cast<std::size_t>(count)), ld(n.size());
+    std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(s.nb);
+    std::vector<std::size_t> off(n.size() + 1, 0);
+    for (int b = 0; b < count; ++b) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;  // fixed orders, any platform
+        n[b] = 1 + static_cast<int>((state >> 33) % static_cast<std::uint64_t>(s.nb));
+        ld[b] = n[b];
+        off[b + 1] = off[b] + static_cast<std::size_t>(n[b]) * n[b];
+    }
+    const bool spd = kind == BatchedKind::potrf || kind == BatchedKind::potrs;
+    std::vector<T> A0(off[count]), B0(static_cast<std::size_t>(count) * s.nb);
+    for (int b = 0; b < count; ++b) {
+        if (spd)
+            matgen::spd(n[b], static_cast<std::uint64_t>(b) + 1, A0.data() + off[b], n[b]);
+        else
+            matgen::uniform(n[b], n[b], static_cast<std::uint64_t>(b) + 1, A0.data() + off[b], n[b]);
+        matgen::uniform(n[b], 1, static_cast<std::uint64_t>(b) + 7, B0.data() + static_cast<std::size_t>(b) * s.nb, n[b]);
+    }
+    std::vector<T> tau(static_cast<std::size_t>(count) * s.nb);
+    std::vector<int> ipiv(static_cast<std::size_t>(count) * s.nb), info(n.size());
+    std::vector<int> slicings;
+    for (int sl : {count, std::min(count, 4), batched::tasks::default_slices(count, 0), 1})
+        if (std::find(slicings.begin(), slicings.end(), sl) == slicings.end()) slicings.push_back(sl);
+    namespace bt = batched::tasks;
+    for (int slices : slicings) {
+        std::vector<T> A = A0, B = B0;
+        std::vector<T*> pA(n.size()), pB(n.size()), pT(n.size());
+        std::vector<int*> pP(n.size());
+        for (int b = 0; b < count; ++b) {
+            pA[b] = A.data() + off[b];
+            pB[b] = B.data() + static_cast<std::size_t>(b) * s.nb;
+            pT[b] = tau.data() + static_cast<std::size_t>(b) * s.nb;
+            pP[b] = ipiv.data() + static_cast<std::size_t>(b) * s.nb;
+        }
+        const std::vector<const int*> cP(pP.begin(), pP.end());
+        bt::VTaskOptions opt;
+        opt.slices = slices;
+        const batched::Uplo lower = batched::Uplo::lower;
+        switch (kind) {
+            case BatchedKind::getrf:
+                bt::vgetrf<T>(n.data(), pA.data(), ld.data(), pP.data(), info.data(), count, opt);
+                break;
+            case BatchedKind::getrs:
+                bt::vgetrf<T>(n.data(), pA.data(), ld.data(), pP.data(), info.data(), count, opt);
+                bt::vgetrs<T>(n.data(), 1, pA.data(), ld.data(), cP.data(), pB.data(), ld.data(), count, opt);
+                break;
+            case BatchedKind::potrf:
+                bt::vpotrf<T>(lower, n.data(), pA.data(), ld.data(), info.data(), count, opt);
+                break;
+            case BatchedKind::potrs:
+                bt::vpotrf<T>(lower, n.data(), pA.data(), ld.data(), info.data(), count, opt);
+                bt::vpotrs<T>(lower, n.data(), 1, pA.data(), ld.data(), pB.data(), ld.data(), count, opt);
+                break;
+            case BatchedKind::geqrf:
+                bt::vgeqrf<T>(n.data(), n.data(), pA.data(), ld.data(), pT.data(), count, opt);
+                break;
+            case BatchedKind::gels:
+                bt::vgels<T>(n.data(), n.data(), 1, pA.data(), ld.data(), pT.data(), pB.data(), ld.data(), info.data(),
+                             count, opt);
+                break;
+        }
+    }
+}
+
 /// An operation calibrate can run: its name and one run on an n x n matrix `A` (column-major,
 /// generated once per size). Another module's codelets are calibrated by adding one entry to
 /// operations() (e.g. the batched codelet, whose run would build its batch from A's entries):
@@ -130,8 +204,15 @@ struct Operation {
 };
 
 template <class T>
-Operation<T> batched_operation(const char* name, BatchedKind kind) {
-    return {name, false, [kind](const std::vector<T>&, int, const Setup& s) { run_batched<T>(kind, s); }, true};
+Operation<T> batched_operation(const char* name, BatchedKind kind, bool variable = false) {
+    return {name, false,
+            [kind, variable](const std::vector<T>&, int, const Setup& s) {
+                if (variable)
+                    run_vbatched<T>(kind, s);
+                else
+                    run_batched<T>(kind, s);
+            },
+            true};
 }
 
 template <class T>
@@ -167,6 +248,12 @@ std::vector<Operation<T>> operations() {
         batched_operation<T>("batched-potrs", BatchedKind::potrs),
         batched_operation<T>("batched-geqrf", BatchedKind::geqrf),
         batched_operation<T>("batched-gels", BatchedKind::gels),
+        batched_operation<T>("vbatched-getrf", BatchedKind::getrf, true),
+        batched_operation<T>("vbatched-getrs", BatchedKind::getrs, true),
+        batched_operation<T>("vbatched-potrf", BatchedKind::potrf, true),
+        batched_operation<T>("vbatched-potrs", BatchedKind::potrs, true),
+        batched_operation<T>("vbatched-geqrf", BatchedKind::geqrf, true),
+        batched_operation<T>("vbatched-gels", BatchedKind::gels, true),
     };
 }
 
@@ -378,7 +465,8 @@ void add_calibrate_command(CLI::App& app, Run& run) {
     std::vector<std::string> names;
     for (const Operation<double>& op : operations<double>()) names.emplace_back(op.name);
     cmd->add_option("--ops", o->ops, "Operations whose kernels to calibrate, comma separated: tile potrf, getrf, geqrf; batched-getrf,\n"
-                    "batched-getrs, batched-potrf, batched-potrs, batched-geqrf, batched-gels")
+                    "batched-getrs, batched-potrf, batched-potrs, batched-geqrf, batched-gels; the variable-size\n"
+                    "vbatched-getrf, vbatched-getrs, vbatched-potrf, vbatched-potrs, vbatched-geqrf, vbatched-gels")
         ->delimiter(',')
         ->check(CLI::IsMember(names))
         ->capture_default_str();
@@ -399,7 +487,8 @@ void add_calibrate_command(CLI::App& app, Run& run) {
     cmd->add_option("--tiles", o->tiles, "Tile rows and columns of the matrices run")
         ->check(CLI::Range(2, 64))
         ->capture_default_str();
-    cmd->add_option("--batch-n", o->batch_ns, "Matrix orders of the batched operations, comma separated")
+    cmd->add_option("--batch-n", o->batch_ns,
+                    "Matrix orders of the batched operations (vbatched-*: the largest order), comma separated")
         ->delimiter(',')
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
@@ -420,7 +509,9 @@ void add_calibrate_command(CLI::App& app, Run& run) {
         "tile shape: calibrate the nb (and ib) of the runs they are for; edge tiles get their own entries.\n"
         "The batched-* operations run batches of --batch-count matrices of each --batch-n order through the\n"
         "batched codelet (the solves with one right-hand side, after factoring); their models are also fitted\n"
-        "as a * flops^b + c, which predicts slice sizes never run (one line per model on stderr).\n"
+        "as a * flops^b + c, which predicts slice sizes never run (one line per model on stderr). The vbatched-*\n"
+        "operations run --batch-count matrices of orders drawn in [1, N] for each --batch-n N through the\n"
+        "variable-size codelet, sliced the same ways; only their regression predicts unseen batches.\n"
         "Exit code: the number of (model, arch, footprint) left under the minimum.\n"
         "Example: starfact calibrate --nb 1024,2048 --ops potrf,getrf --prec d --home /tmp/models");
     cmd->callback([&run, o] {

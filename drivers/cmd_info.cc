@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "batched/batched.hpp"
+#include "batched/vbatched.hpp"
 #include "codelets/codelets.hpp"
 #include "common/model_check.hpp"
 #include "drivers/commands.hpp"
@@ -25,14 +26,17 @@ void add_info_command(CLI::App& app, Run& run) {
         run = [format]() -> int {
             Runtime rt;
             nlohmann::ordered_json c = runtime_config(rt);
-            // Every model starfact has: the tile codelets' and the batched codelet's.
+            // Every model starfact has: the tile codelets', the batched and the variable-size
+            // batched codelets'.
             std::vector<std::string> symbols = codelets::perfmodel_symbols();
             for (const std::string& s : batched::tasks::perfmodel_symbols()) symbols.push_back(s);
+            for (const std::string& s : batched::tasks::vperfmodel_symbols()) symbols.push_back(s);
             int present = 0;
             for (const std::string& s : symbols) present += std::filesystem::exists(models::model_path(s)) ? 1 : 0;
-            c["models"] = fmt::format("{} of {} present for host {} ({} tile, {} batched)", present, symbols.size(),
-                                      models::host_name(), codelets::perfmodel_symbols().size(),
-                                      batched::tasks::perfmodel_symbols().size());
+            c["models"] = fmt::format("{} of {} present for host {} ({} tile, {} batched, {} variable-size batched)",
+                                      present, symbols.size(), models::host_name(),
+                                      codelets::perfmodel_symbols().size(), batched::tasks::perfmodel_symbols().size(),
+                                      batched::tasks::vperfmodel_symbols().size());
             nlohmann::ordered_json workers = nlohmann::ordered_json::array();
             for (const auto& w : rt.workers()) workers.push_back(fmt::format("{} {}: {}", w.kind, w.id, w.name));
             c["workers"] = workers;

@@ -23,6 +23,8 @@
 #include "codelets/codelets.hpp"
 #include "common/blas.hpp"
 #include "common/error.hpp"
+#include "common/host_pool.hpp"
+#include "common/matgen.hpp"
 #include "test_support.hpp"
 #include "vbatched_lu_support.hpp"
 
@@ -741,6 +743,51 @@ TYPED_TEST(VBatchedTasks, SlicesGiveTheHostPathsResults) {
         EXPECT_EQ(e.argument(), "A");
     }
     EXPECT_EQ(info, std::vector<int>(count, -7));
+}
+
+// The pinned buffers the tasks API packs into are kept for the next call and freed when the
+// Runtime stops.
+class HostPool : public RuntimeTest {};
+
+TEST_F(HostPool, KeepsBuffersForTheNextCallAndEmptiesAtShutdown) {
+    host_pool::clear();
+    ASSERT_EQ(host_pool::kept_bytes(), 0u);
+    const std::size_t mib = std::size_t{1} << 20;
+    void* a = host_pool::acquire(3 * mib);
+    ASSERT_NE(a, nullptr);
+    std::memset(a, 0x5a, 3 * mib);  // the whole request is usable
+    host_pool::release(a);
+    EXPECT_GE(host_pool::kept_bytes(), 3 * mib);
+    // A request it covers, without being more than twice too large, gets the kept buffer back.
+    void* b = host_pool::acquire(2 * mib + 1);
+    EXPECT_EQ(b, a);
+    EXPECT_EQ(host_pool::kept_bytes(), 0u);
+    host_pool::release(b);
+    // A larger request, or one under half its size, gets a new buffer; the kept one stays.
+    void* c = host_pool::acquire(16 * mib);
+    EXPECT_NE(c, a);
+    void* d = host_pool::acquire(1);
+    EXPECT_NE(d, a);
+    host_pool::release(c);
+    host_pool::release(d);
+    host_pool::release(nullptr);  // nothing
+    EXPECT_GE(host_pool::kept_bytes(), 19 * mib);
+    // A tasks call packs into kept buffers and gives them back.
+    const std::vector<int> n = {5, 0, 9, 1};
+    std::vector<std::vector<double>> A;
+    std::vector<double*> pA;
+    std::vector<int> info(n.size(), -1);
+    for (int i = 0; i < 4; ++i) {
+        A.emplace_back(static_cast<std::size_t>(std::max(1, n[i] * n[i])));
+        matgen::spd(n[i], 40 + i, A.back().data(), std::max(1, n[i]));
+    }
+    for (auto& v : A) pA.push_back(v.data());
+    const std::vector<int> lda = {5, 1, 9, 1};
+    EXPECT_EQ(batched::tasks::vpotrf<double>(batched::Uplo::lower, n.data(), pA.data(), lda.data(), info.data(), 4), 0);
+    EXPECT_EQ(info, std::vector<int>(4, 0));
+    EXPECT_GE(host_pool::kept_bytes(), 19 * mib);
+    shutdown_runtime();
+    EXPECT_EQ(host_pool::kept_bytes(), 0u);
 }
 
 TEST(VBatchedTasksNoRuntime, RefusesWithoutARuntime) {
