@@ -615,12 +615,19 @@ __device__ __forceinline__ void dmma_8x8x4(double& d0, double& d1, double a, dou
 /// Threads per block of gemm_dmma_kernel: four warps, 2 x 2 over the block's tile of C.
 constexpr int kGemmThreads = 128;
 
-/// C (m x n) <- C - A op(B) for every problem p < problems: A[p], B[p], C[p] point at the
-/// operands (offsets included; the views give strides and orientation, their off is unused),
-/// op(B) = B^T (B n x k) when b_trans, else B (k x n). One block per (problem, 64 x 16 FN tile of
-/// C); k in chunks of 16 staged in shared memory (the next chunk's loads issued before the
-/// current one's products), every warp a 32 x 8 FN tile of 4 x FN m8n8k4 accumulators; C read,
-/// updated and written once at the end.
+/// Asynchronous 8-byte copy global -> shared (zero-filled when !in; src is then not read).
+__device__ __forceinline__ void cp_async8(double* dst, const double* src, bool in) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src), "r"(in ? 8 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
+
+/// C (m x n) <- C - A op(B) for every problem p: A[p], B[p], C[p] point at the operands
+/// (offsets included; the views give strides and orientation, their off is unused), op(B) = B^T
+/// (B n x k) when b_trans, else B (k x n). One block per (problem, 64 x 16 FN tile of C); k in
+/// chunks of 16, two chunks in flight (cp.async into two shared stages: no staging registers),
+/// every warp a 32 x 8 FN tile of 4 x FN m8n8k4 accumulators; C read, updated and written once.
 template <int FN>
 __global__ void __launch_bounds__(kGemmThreads)
     gemm_dmma_kernel(double* const* C, View cv, const double* const* A, View av, const double* const* B, View bv,
@@ -628,8 +635,8 @@ __global__ void __launch_bounds__(kGemmThreads)
     constexpr int TM = 64, TN = 16 * FN, KT = 16;
     constexpr int LA = TM + 4, LB = TN + 4;  // = 4 (mod 16) doubles: fragment loads without conflicts
     constexpr int EA = TM * KT / kGemmThreads, EB = TN * KT / kGemmThreads;
-    __shared__ double sA[KT * LA];  // A(i0 + i, l0 + l) at i + l * LA
-    __shared__ double sB[KT * LB];  // op(B)(l0 + l, j0 + j) at j + l * LB
+    __shared__ __align__(16) double sA[2][KT * LA];  // A(i0 + i, l0 + l) at i + l * LA
+    __shared__ __align__(16) double sB[2][KT * LB];  // op(B)(l0 + l, j0 + j) at j + l * LB
 
     const int p = blockIdx.x / tiles;
     const int t = blockIdx.x % tiles;
@@ -639,27 +646,29 @@ __global__ void __launch_bounds__(kGemmThreads)
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int wi = (warp % 2) * 32, wj = (warp / 2) * 8 * FN;
     const int g = lane / 4, q = lane % 4;
+    const bool a_along_i = !av.trans;            // memory contiguous along A's rows
     const bool b_along_j = b_trans != bv.trans;  // memory contiguous along op(B)'s columns
+    const long long bj = b_trans ? bv.rs : bv.cs, bl = b_trans ? bv.cs : bv.rs;  // op(B)(l, j) at j * bj + l * bl
 
-    double ra[EA], rb[EB];
-    auto fetch = [&](int l0) {
+    auto issue = [&](int stage, int l0) {
 #pragma unroll
         for (int e = 0; e < EA; ++e) {
             const int x = tid + kGemmThreads * e;
-            const int i = av.trans ? x / KT : x % TM;
-            const int l = av.trans ? x % KT : x / TM;
-            ra[e] = (i0 + i < m && l0 + l < k) ? a[static_cast<long long>(i0 + i) * av.rs +
-                                                     static_cast<long long>(l0 + l) * av.cs]
-                                               : 0.0;
+            const int i = a_along_i ? x % TM : x / KT;
+            const int l = a_along_i ? x / TM : x % KT;
+            const bool in = i0 + i < m && l0 + l < k;
+            const long long o = (i0 + i) * static_cast<long long>(av.rs) + (l0 + l) * static_cast<long long>(av.cs);
+            cp_async8(&sA[stage][i + l * LA], in ? a + o : a, in);
         }
 #pragma unroll
         for (int e = 0; e < EB; ++e) {
             const int x = tid + kGemmThreads * e;
             const int j = b_along_j ? x % TN : x / KT;
             const int l = b_along_j ? x / TN : x % KT;
-            const long long r = b_trans ? j0 + j : l0 + l, c = b_trans ? l0 + l : j0 + j;
-            rb[e] = (j0 + j < n && l0 + l < k) ? bp[r * bv.rs + c * bv.cs] : 0.0;
+            const bool in = j0 + j < n && l0 + l < k;
+            cp_async8(&sB[stage][j + l * LB], in ? bp + (j0 + j) * bj + (l0 + l) * bl : bp, in);
         }
+        cp_async_commit();
     };
     double acc[4][FN][2];
 #pragma unroll
@@ -667,37 +676,30 @@ __global__ void __launch_bounds__(kGemmThreads)
 #pragma unroll
         for (int y = 0; y < FN; ++y) acc[x][y][0] = acc[x][y][1] = 0.0;
 
-    fetch(0);
-    for (int l0 = 0; l0 < k; l0 += KT) {
-#pragma unroll
-        for (int e = 0; e < EA; ++e) {
-            const int x = tid + kGemmThreads * e;
-            const int i = av.trans ? x / KT : x % TM;
-            const int l = av.trans ? x % KT : x / TM;
-            sA[i + l * LA] = ra[e];
-        }
-#pragma unroll
-        for (int e = 0; e < EB; ++e) {
-            const int x = tid + kGemmThreads * e;
-            const int j = b_along_j ? x % TN : x / KT;
-            const int l = b_along_j ? x / TN : x % KT;
-            sB[j + l * LB] = rb[e];
-        }
-        __syncthreads();
-        if (l0 + KT < k) fetch(l0 + KT);
+    const int chunks = (k + KT - 1) / KT;
+    issue(0, 0);
+    for (int c = 0; c < chunks; ++c) {
+        if (c + 1 < chunks)
+            issue((c + 1) & 1, (c + 1) * KT);
+        else
+            cp_async_commit();  // an empty group: the wait below always leaves one group pending
+        cp_async_wait_one();    // chunk c has landed (this thread's copies)
+        __syncthreads();        // ... and every thread's
+        const double* sa = sA[c & 1];
+        const double* sb = sB[c & 1];
 #pragma unroll
         for (int s = 0; s < KT; s += 4) {
             double af[4], bf[FN];
 #pragma unroll
-            for (int x = 0; x < 4; ++x) af[x] = sA[wi + 8 * x + g + (s + q) * LA];
+            for (int x = 0; x < 4; ++x) af[x] = sa[wi + 8 * x + g + (s + q) * LA];
 #pragma unroll
-            for (int y = 0; y < FN; ++y) bf[y] = sB[wj + 8 * y + g + (s + q) * LB];
+            for (int y = 0; y < FN; ++y) bf[y] = sb[wj + 8 * y + g + (s + q) * LB];
 #pragma unroll
             for (int x = 0; x < 4; ++x)
 #pragma unroll
                 for (int y = 0; y < FN; ++y) dmma_8x8x4(acc[x][y][0], acc[x][y][1], af[x], bf[y]);
         }
-        __syncthreads();
+        __syncthreads();  // stage c & 1 is refilled by the next iteration's issue
     }
     double* c = C[p];
 #pragma unroll
@@ -707,10 +709,8 @@ __global__ void __launch_bounds__(kGemmThreads)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int i = i0 + wi + 8 * x + g, j = j0 + wj + 8 * y + 2 * q + h;
-                if (i < m && j < n) {
-                    const long long o = static_cast<long long>(i) * cv.rs + static_cast<long long>(j) * cv.cs;
-                    c[o] -= acc[x][y][h];
-                }
+                if (i < m && j < n)
+                    c[i * static_cast<long long>(cv.rs) + j * static_cast<long long>(cv.cs)] -= acc[x][y][h];
             }
 }
 
