@@ -46,20 +46,14 @@ struct Args {
     double flops_per_matrix;
 };
 
-Args unpack(const void* cl_arg) {
-    Args a;
-    std::memcpy(&a, cl_arg, sizeof(Args));
-    return a;
-}
+Args unpack(const void* cl_arg) { return detail::unpack_args<Args>(cl_arg); }
 
 /// The footprint: the shape of the problem and the slice's size, never the data's addresses.
 std::uint32_t footprint(starpu_task* task) {
     const Args a = unpack(task->cl_arg);
-    std::uint32_t h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.m), 0);
-    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.n), h);
-    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.nrhs), h);
-    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.uplo == Uplo::upper), h);
-    return starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.nominal), h);
+    return detail::hash_values({static_cast<std::uint32_t>(a.m), static_cast<std::uint32_t>(a.n),
+                                static_cast<std::uint32_t>(a.nrhs), static_cast<std::uint32_t>(a.uplo == Uplo::upper),
+                                static_cast<std::uint32_t>(a.nominal)});
 }
 
 /// The regression's size: the flops of a nominal slice (the flops of one matrix, LAPACK's

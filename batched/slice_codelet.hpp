@@ -7,12 +7,29 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 namespace starfact::batched::detail {
 
 using SliceKernel = void (*)(void* buffers[], void* cl_arg);
+
+/// A task's argument block as the codelet's Args struct (trivially copyable), whatever its alignment.
+template <class Args>
+Args unpack_args(const void* cl_arg) {
+    Args a;
+    std::memcpy(&a, cl_arg, sizeof(Args));
+    return a;
+}
+
+/// StarPU's CRC32 of the values in order: the footprints of the slice codelets.
+inline std::uint32_t hash_values(std::initializer_list<std::uint32_t> values) {
+    std::uint32_t h = 0;
+    for (std::uint32_t v : values) h = starpu_hash_crc32c_be(v, h);
+    return h;
+}
 
 /// A codelet named `name` (e.g. "batched_getrf") with its model "starfact_<name>_<s|d>":
 /// StarPU's non-linear regression model, which in StarPU 1.3 also keeps the per-footprint

@@ -67,11 +67,7 @@ struct Args {
     double flops;
 };
 
-Args unpack(const void* cl_arg) {
-    Args a;
-    std::memcpy(&a, cl_arg, sizeof(Args));
-    return a;
-}
+Args unpack(const void* cl_arg) { return detail::unpack_args<Args>(cl_arg); }
 
 /// The footprint: the operation's parameters, the slice's matrix count and its exact flops
 /// (StarPU's history wants one flop count per footprint: slices of about equal flops would
@@ -79,13 +75,11 @@ Args unpack(const void* cl_arg) {
 /// regression on the flops is what predicts unseen slices.
 std::uint32_t footprint(starpu_task* task) {
     const Args a = unpack(task->cl_arg);
-    std::uint32_t h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.nrhs), 0);
-    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.uplo == Uplo::upper), h);
-    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.schedule == Schedule::dsse), h);
-    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(a.count), h);
     const unsigned long long f = static_cast<unsigned long long>(std::llround(std::max(0.0, a.flops)));
-    h = starpu_hash_crc32c_be(static_cast<std::uint32_t>(f & 0xffffffffULL), h);
-    return starpu_hash_crc32c_be(static_cast<std::uint32_t>(f >> 32), h);
+    return detail::hash_values({static_cast<std::uint32_t>(a.nrhs), static_cast<std::uint32_t>(a.uplo == Uplo::upper),
+                                static_cast<std::uint32_t>(a.schedule == Schedule::dsse),
+                                static_cast<std::uint32_t>(a.count), static_cast<std::uint32_t>(f & 0xffffffffULL),
+                                static_cast<std::uint32_t>(f >> 32)});
 }
 
 size_t regression_size(starpu_task* task, unsigned) {
