@@ -10,10 +10,11 @@
 // and lda, for vgeqrf's batches that fit it, through vgeqrf_small).
 //
 // Larger ones are blocked twice. A panel of at most kQr.ib columns is factored by one thread
-// block: in registers when it has at most 512 rows (warp w owns columns w, w + 16; lane l rows
-// l, l + 32, ...; the reflector goes through a double-buffered shared vector, so one block
-// barrier per column; the products that apply it also give G = V^T V, from which the kernel
-// forms T, LAPACK's larft), else in shared memory or in place in global memory (then G by a
+// block: in registers when it has at most 512 rows (W = 16, 8 or 4 warps by the panel's height,
+// kRegPanelCols; warp w owns columns w, w + W, ...; lane l rows l, l + 32, ...; the reflector
+// goes through a double-buffered shared vector, so one block barrier per column; the products
+// that apply it also give G = V^T V, from which the kernel forms T, LAPACK's larft, a column a
+// step behind), else in shared memory or in place in global memory (then G by a
 // batched gemm and T by larft_kernel). The panel's V (unit lower, explicit zeros) goes to the
 // workspace, and so does Y = V T: formed by the register kernel from V staged in shared memory,
 // by a batched gemm after the other one. The rest of the outer block (kQr.nb
@@ -24,7 +25,9 @@
 // geqrs gives each (matrix, right-hand side) pair one warp: Q^T b by the reflectors in order,
 // then back substitution with R, the column in shared memory when it fits.
 #include <algorithm>
+#include <array>
 #include <cfloat>
+#include <cstdio>
 #include <climits>
 #include <cstdlib>
 
@@ -106,21 +109,25 @@ __global__ void __launch_bounds__(512) panel_kernel(T* const* A, int lda, int m,
             for (int r = threadIdx.x; r < mp; r += blockDim.x) Ag[r + static_cast<long long>(c) * lda] = P[r + c * ldp];
 }
 
-/// LAPACK's larft (forward, columnwise) by one warp, in place in sT (leading dimension 33):
-/// the strict upper part holds G = V^T V on entry; T(0:c, c) = -tau_c T(0:c, 0:c) G(0:c, c),
-/// T(c, c) = tau_c, zeros below (and a zero column where tau_c = 0, whatever G holds). T goes
-/// to out (iw columns, leading dimension kLdT).
+/// Column c of LAPACK's larft (forward, columnwise) by one warp, in place in sT (leading
+/// dimension 33): on entry columns 0..c-1 hold T and column c's strict upper part G(0:c, c) =
+/// V(:, 0:c)^T v_c; on return T(0:c, c) = -tau_c T(0:c, 0:c) G(0:c, c), T(c, c) = tau_c, zeros
+/// below (and a zero column where tau_c = 0, whatever G holds).
+template <class T>
+__device__ void larft_column(T* sT, T tc, int c, int lane) {
+    T t = 0;
+    if (lane < c && tc != T(0))
+        for (int l = lane; l < c; ++l) t += sT[lane + 33 * l] * sT[l + 33 * c];
+    __syncwarp();
+    sT[lane + 33 * c] = lane < c ? (tc != T(0) ? -tc * t : T(0)) : (lane == c ? tc : T(0));
+    __syncwarp();
+}
+
+/// LAPACK's larft by one warp, in place in sT: the strict upper part holds G = V^T V on entry,
+/// T on return, which also goes to out (iw columns, leading dimension kLdT).
 template <class T>
 __device__ void larft_in_place(T* sT, const T* s_tau, int iw, int lane, T* out) {
-    for (int c = 0; c < iw; ++c) {
-        const T tc = s_tau[c];
-        T t = 0;
-        if (lane < c && tc != T(0))
-            for (int l = lane; l < c; ++l) t += sT[lane + 33 * l] * sT[l + 33 * c];
-        __syncwarp();
-        sT[lane + 33 * c] = lane < c ? (tc != T(0) ? -tc * t : T(0)) : (lane == c ? tc : T(0));
-        __syncwarp();
-    }
+    for (int c = 0; c < iw; ++c) larft_column(sT, s_tau[c], c, lane);
     for (int c = 0; c < iw; ++c) out[lane + kLdT * c] = sT[lane + 33 * c];
 }
 
@@ -187,10 +194,12 @@ __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
 /// column c computes its reflector into a double-buffered shared vector (so one barrier per
 /// column suffices), the others apply it to their columns with the products of all their
 /// columns side by side. Tau and V (when not null) as panel_kernel; with Tm, T (LAPACK's
-/// larft) there; with Y too (V and Tm not null; dynamic shared memory for 32 R x 32 entries),
-/// Y = V T in V's layout (rows 0..above-1 zero), V staged through shared memory.
+/// larft) there, its column c formed at step c + 1 by the owner of column c (off the path of
+/// the next reflector) from the G(0:c, c) that step c's products left; with Y too (V and Tm
+/// not null; dynamic shared memory for 32 R x 32 entries), Y = V T in V's layout (rows
+/// 0..above-1 zero), V staged through shared memory. 32 / K warps.
 template <class T, int R, int K>
-__global__ void __launch_bounds__(512)
+__global__ void __launch_bounds__(1024 / K)
     reg_panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv, long long vstride,
                      int above, T* Tm, long long tstride, T* Y) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -228,6 +237,8 @@ __global__ void __launch_bounds__(512)
                 }
         }
         __syncthreads();
+        // G(0:c-1, c-1) is complete: T's column c-1 (columns 0..c-2 were formed before).
+        if (Tm != nullptr && c > 0 && warp == (c - 1) % W) larft_column(sT, s_tau[c - 1], c - 1, lane);
         const T t = s_tau[c];
         if (t == T(0)) continue;  // H = I, as LAPACK's larf
         T vr[R];
@@ -261,7 +272,11 @@ __global__ void __launch_bounds__(512)
     __syncthreads();
     if (static_cast<int>(threadIdx.x) < iw)
         tau[static_cast<long long>(b) * ntau + row0 + threadIdx.x] = s_tau[threadIdx.x];
-    if (Tm != nullptr && warp == W - 1) larft_in_place(sT, s_tau, iw, lane, Tm + b * tstride);
+    if (Tm != nullptr && warp == (iw - 1) % W) {
+        larft_column(sT, s_tau[iw - 1], iw - 1, lane);
+        T* out = Tm + b * tstride;
+        for (int c = 0; c < iw; ++c) out[lane + kLdT * c] = sT[lane + 33 * c];
+    }
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const int cc = warp + k * W;
@@ -284,7 +299,7 @@ __global__ void __launch_bounds__(512)
         }
     }
     if (Y == nullptr) return;
-    __syncthreads();  // V staged, T in sT (larft_in_place above)
+    __syncthreads();  // V staged, T complete in sT
     const T* sV = reinterpret_cast<const T*>(smem_raw);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -600,17 +615,53 @@ struct QrPlan {
 };
 
 constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel kernel at most (mp <= 512)
-constexpr int kRegPanelWarps = 16;  ///< its warps: each owns ib / 16 = 2 columns
-static_assert(kRegPanelWarps * 2 >= kQr.ib, "every panel column has an owner");
+/// Columns per warp (32 / K warps) of the register panel kernel for R = 2, 4, 8, 16 rows per
+/// lane: fewer warps for short panels, so that more blocks share a multiprocessor.
+constexpr int kRegPanelCols[4] = {8, 4, 4, 2};
+static_assert(kQr.ib <= 32, "every panel column has an owner");
 
-template <class T, int R>
+/// kRegPanelCols, or $STARFACT_BATCHED_QR_PANEL_COLS ("a,b,c,d", each 2, 4 or 8; at most 4
+/// for R = 8 and 2 for R = 16) for the tuning sweep of this change (temporary).
+int reg_panel_cols(int slot) {
+    static const std::array<int, 4> cols = [] {
+        std::array<int, 4> c{kRegPanelCols[0], kRegPanelCols[1], kRegPanelCols[2], kRegPanelCols[3]};
+        if (const char* e = std::getenv("STARFACT_BATCHED_QR_PANEL_COLS"))
+            std::sscanf(e, "%d,%d,%d,%d", &c[0], &c[1], &c[2], &c[3]);
+        return c;
+    }();
+    return cols[slot];
+}
+
+template <class T, int R, int K>
 void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
                       int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
     const std::size_t smem = Y != nullptr ? sizeof(T) * 32 * R * 32 : 0;
-    if (smem > 48 * 1024) detail::opt_in_shared(reg_panel_kernel<T, R, 2>, "geqrf register panel shared memory");
-    reg_panel_kernel<T, R, 2><<<count, 32 * kRegPanelWarps, smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V,
-                                                                                   ldv, vstride, above, Tm, tstride, Y);
+    if (smem > 48 * 1024) detail::opt_in_shared(reg_panel_kernel<T, R, K>, "geqrf register panel shared memory");
+    reg_panel_kernel<T, R, K><<<count, 32 * (32 / K), smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv,
+                                                                             vstride, above, Tm, tstride, Y);
     detail::check_launch("geqrf register panel");
+}
+
+/// The register panel kernel with R rows per lane and `cols` columns per warp.
+template <class T, int R>
+void launch_reg_panel_cols(int cols, const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau,
+                           int ntau, T* V, int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y,
+                           int count) {
+    if constexpr (R <= 4) {
+        if (cols == 8) {
+            launch_reg_panel<T, R, 8>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
+                                      count);
+            return;
+        }
+    }
+    if constexpr (R <= 8) {
+        if (cols == 4) {
+            launch_reg_panel<T, R, 4>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
+                                      count);
+            return;
+        }
+    }
+    launch_reg_panel<T, R, 2>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y, count);
 }
 
 /// Factors one panel of every matrix; with V, also writes V, and T and Y = V T too when it
@@ -624,17 +675,17 @@ bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, i
         // In registers: the smallest R (rows per lane) that holds the panel.
         if (V == nullptr || Tm == nullptr) Y = nullptr;
         if (mp <= 64)
-            launch_reg_panel<T, 2>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                   count);
+            launch_reg_panel_cols<T, 2>(reg_panel_cols(0), launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride,
+                                        above, Tm, tstride, Y, count);
         else if (mp <= 128)
-            launch_reg_panel<T, 4>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                   count);
+            launch_reg_panel_cols<T, 4>(reg_panel_cols(1), launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride,
+                                        above, Tm, tstride, Y, count);
         else if (mp <= 256)
-            launch_reg_panel<T, 8>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                   count);
+            launch_reg_panel_cols<T, 8>(reg_panel_cols(2), launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride,
+                                        above, Tm, tstride, Y, count);
         else
-            launch_reg_panel<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                    count);
+            launch_reg_panel_cols<T, 16>(reg_panel_cols(3), launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride,
+                                         above, Tm, tstride, Y, count);
         return Y != nullptr;
     }
     const std::size_t bytes = static_cast<std::size_t>(mp | 1) * iw * sizeof(T);
