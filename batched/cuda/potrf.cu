@@ -602,133 +602,6 @@ cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperat
     return cublasSgemmBatched(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, count);
 }
 
-// ---- Our batched gemm in FP64 on the tensor cores: C <- C - A op(B) ---------------------------
-
-/// D = D + A B for one m8n8k4 FP64 tensor-core product: lane (g = lane / 4, q = lane % 4) holds
-/// A(g, q), B(q, g) and D(g, 2q), D(g, 2q + 1) (PTX ISA, mma.m8n8k4 .f64 fragments).
-__device__ __forceinline__ void dmma_8x8x4(double& d0, double& d1, double a, double b) {
-    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-                 : "+d"(d0), "+d"(d1)
-                 : "d"(a), "d"(b));
-}
-
-/// Threads per block of gemm_dmma_kernel: four warps, 2 x 2 over the block's tile of C.
-constexpr int kGemmThreads = 128;
-
-/// Asynchronous 8-byte copy global -> shared (zero-filled when !in; src is then not read).
-__device__ __forceinline__ void cp_async8(double* dst, const double* src, bool in) {
-    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src), "r"(in ? 8 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
-
-/// C (m x n) <- C - A op(B) for every problem p: A[p], B[p], C[p] point at the operands
-/// (offsets included; the views give strides and orientation, their off is unused), op(B) = B^T
-/// (B n x k) when b_trans, else B (k x n). One block per (problem, 64 x 16 FN tile of C); k in
-/// chunks of 16, two chunks in flight (cp.async into two shared stages: no staging registers),
-/// every warp a 32 x 8 FN tile of 4 x FN m8n8k4 accumulators; C read, updated and written once.
-template <int FN>
-__global__ void __launch_bounds__(kGemmThreads)
-    gemm_dmma_kernel(double* const* C, View cv, const double* const* A, View av, const double* const* B, View bv,
-                     bool b_trans, int m, int n, int k, int tiles_m, int tiles) {
-    constexpr int TM = 64, TN = 16 * FN, KT = 16;
-    constexpr int LA = TM + 4, LB = TN + 4;  // = 4 (mod 16) doubles: fragment loads without conflicts
-    constexpr int EA = TM * KT / kGemmThreads, EB = TN * KT / kGemmThreads;
-    __shared__ __align__(16) double sA[2][KT * LA];  // A(i0 + i, l0 + l) at i + l * LA
-    __shared__ __align__(16) double sB[2][KT * LB];  // op(B)(l0 + l, j0 + j) at j + l * LB
-
-    const int p = blockIdx.x / tiles;
-    const int t = blockIdx.x % tiles;
-    const int i0 = (t % tiles_m) * TM, j0 = (t / tiles_m) * TN;
-    const double* a = A[p];
-    const double* bp = B[p];
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int wi = (warp % 2) * 32, wj = (warp / 2) * 8 * FN;
-    const int g = lane / 4, q = lane % 4;
-    const bool a_along_i = !av.trans;            // memory contiguous along A's rows
-    const bool b_along_j = b_trans != bv.trans;  // memory contiguous along op(B)'s columns
-    const long long bj = b_trans ? bv.rs : bv.cs, bl = b_trans ? bv.cs : bv.rs;  // op(B)(l, j) at j * bj + l * bl
-
-    auto issue = [&](int stage, int l0) {
-#pragma unroll
-        for (int e = 0; e < EA; ++e) {
-            const int x = tid + kGemmThreads * e;
-            const int i = a_along_i ? x % TM : x / KT;
-            const int l = a_along_i ? x / TM : x % KT;
-            const bool in = i0 + i < m && l0 + l < k;
-            const long long o = (i0 + i) * static_cast<long long>(av.rs) + (l0 + l) * static_cast<long long>(av.cs);
-            cp_async8(&sA[stage][i + l * LA], in ? a + o : a, in);
-        }
-#pragma unroll
-        for (int e = 0; e < EB; ++e) {
-            const int x = tid + kGemmThreads * e;
-            const int j = b_along_j ? x % TN : x / KT;
-            const int l = b_along_j ? x / TN : x % KT;
-            const bool in = j0 + j < n && l0 + l < k;
-            cp_async8(&sB[stage][j + l * LB], in ? bp + (j0 + j) * bj + (l0 + l) * bl : bp, in);
-        }
-        cp_async_commit();
-    };
-    double acc[4][FN][2];
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-        for (int y = 0; y < FN; ++y) acc[x][y][0] = acc[x][y][1] = 0.0;
-
-    const int chunks = (k + KT - 1) / KT;
-    issue(0, 0);
-    for (int c = 0; c < chunks; ++c) {
-        if (c + 1 < chunks)
-            issue((c + 1) & 1, (c + 1) * KT);
-        else
-            cp_async_commit();  // an empty group: the wait below always leaves one group pending
-        cp_async_wait_one();    // chunk c has landed (this thread's copies)
-        __syncthreads();        // ... and every thread's
-        const double* sa = sA[c & 1];
-        const double* sb = sB[c & 1];
-#pragma unroll
-        for (int s = 0; s < KT; s += 4) {
-            double af[4], bf[FN];
-#pragma unroll
-            for (int x = 0; x < 4; ++x) af[x] = sa[wi + 8 * x + g + (s + q) * LA];
-#pragma unroll
-            for (int y = 0; y < FN; ++y) bf[y] = sb[wj + 8 * y + g + (s + q) * LB];
-#pragma unroll
-            for (int x = 0; x < 4; ++x)
-#pragma unroll
-                for (int y = 0; y < FN; ++y) dmma_8x8x4(acc[x][y][0], acc[x][y][1], af[x], bf[y]);
-        }
-        __syncthreads();  // stage c & 1 is refilled by the next iteration's issue
-    }
-    double* c = C[p];
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-        for (int y = 0; y < FN; ++y)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int i = i0 + wi + 8 * x + g, j = j0 + wj + 8 * y + 2 * q + h;
-                if (i < m && j < n)
-                    c[i * static_cast<long long>(cv.rs) + j * static_cast<long long>(cv.cs)] -= acc[x][y][h];
-            }
-}
-
-/// Which batched gemms of the recursion (double) are ours: all (default), or, with
-/// STARFACT_BATCHED_POTRF_GEMM=cublas|trsm|syrk (read once per process; a temporary measurement
-/// switch), none, those of the triangular solves only, or those of the symmetric update only.
-bool potrf_gemm_ours(bool syrk) {
-    static const int mode = [] {
-        const char* s = std::getenv("STARFACT_BATCHED_POTRF_GEMM");
-        if (s == nullptr) return 3;
-        if (std::strcmp(s, "cublas") == 0) return 0;
-        if (std::strcmp(s, "trsm") == 0) return 1;
-        if (std::strcmp(s, "syrk") == 0) return 2;
-        return 3;
-    }();
-    return (mode & (syrk ? 2 : 1)) != 0;
-}
-
 /// Host pointer mode for alpha and beta while it lives; the caller's mode is restored.
 class HostPointerMode {
 public:
@@ -824,8 +697,11 @@ public:
 
     /// gemm_minus for `jobs` gemms of the same shape and views but for their offsets (independent:
     /// none reads what another writes), in one batched gemm over jobs * count problems.
-    void gemm_jobs(const Job* job, int jobs, View c, View a, View bv, bool b_trans, int m, int n, int k,
-                   bool from_syrk = false) {
+    /// cuBLAS's: our own FP64 tensor-core batched gemm (mma m8n8k4, 64 x 64 or 64 x 32 tiles of C,
+    /// 16-deep chunks double-buffered by cp.async, 146 registers) made 2000 x 512 lower 12.5 ms
+    /// against 9.72 on the H100 (11.7 ms ours in the solves only, 10.5 in the update only; file
+    /// bench/results/2026-11-23-h100-bchol-call2.*), so it was removed.
+    void gemm_jobs(const Job* job, int jobs, View c, View a, View bv, bool b_trans, int m, int n, int k) {
         if (planning_) {
             plan_.insert(plan_.end(), job, job + jobs);
             return;
@@ -838,21 +714,6 @@ public:
         T** pc = pc_ + o;
         // The operand wanted is V (tr false) or V^T; memory holds V or V^T (trans).
         auto op = [](const View& v, bool tr) { return v.trans != tr ? CUBLAS_OP_T : CUBLAS_OP_N; };
-        if constexpr (std::is_same_v<T, double>) {
-            if (potrf_gemm_ours(from_syrk)) {
-                const int fn = n > 32 ? 4 : 2;
-                const int tiles_m = detail::ceil_div(m, 64), tiles = tiles_m * detail::ceil_div(n, 16 * fn);
-                const auto blocks = static_cast<unsigned>(static_cast<long long>(tiles) * problems);
-                if (fn == 4)
-                    gemm_dmma_kernel<4><<<blocks, kGemmThreads, 0, launch_.stream>>>(pc, c, pa, a, pb, bv, b_trans, m,
-                                                                                     n, k, tiles_m, tiles);
-                else
-                    gemm_dmma_kernel<2><<<blocks, kGemmThreads, 0, launch_.stream>>>(pc, c, pa, a, pb, bv, b_trans, m,
-                                                                                     n, k, tiles_m, tiles);
-                detail::check_launch("potrf gemm kernel");
-                return;
-            }
-        }
         const T minus_one = T(-1), one = T(1);
         if (!c.trans)
             detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa, a.ld, pb,
@@ -947,7 +808,7 @@ private:
                     next.push_back({r.c, r.a, n1});
                     next.push_back({r.c.at(n1, n1), r.a.at(n1, 0), n2});
                 }
-                gemm_jobs(jobs.data(), static_cast<int>(jobs.size()), c, a, a, true, n2, n1, k, true);
+                gemm_jobs(jobs.data(), static_cast<int>(jobs.size()), c, a, a, true, n2, n1, k);
                 i = j;
             }
             level.swap(next);
