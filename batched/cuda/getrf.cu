@@ -1,13 +1,13 @@
 // Batched LU with partial pivoting (issue 5): our kernels for many small square matrices.
 //
-// n <= 32: one register kernel factors the whole matrix in one pass over memory. Each thread
-// holds one row; a group of threads (a sub-warp of 4..32 lanes) holds one matrix. Row interchanges are deferred: every row remembers its position in LAPACK's order
-// (`pos`), the pivot search takes the largest |a| among rows not yet chosen (ties to the
-// smallest position, as idamax), and rows are written to their final places at the end.
+// n <= 32: one register kernel factors the whole matrix in one pass over memory
+// (lu_small.cuh, shared with vgetrf: a group of lanes per matrix, one or two rows per lane, row
+// interchanges deferred).
 //
 // n > 32: right-looking LU blocked on two levels: outer blocks of 64 columns made of two panels
-// of 32. Each panel (all rows below) is factored by the same register kernel, one block per
-// matrix (or, for panels taller than 512 rows, by a slower kernel working in global memory).
+// of 32. Each panel (all rows below) is factored by a register kernel, one block per matrix, one
+// row per thread, interchanges deferred as in lu_small.cuh (or, for panels taller than 512 rows,
+// by a slower kernel working in global memory).
 // A block's interchanges and U12 = L11^{-1} A12 are applied to the columns on its right by one
 // parallel kernel, and the update A22 -= A21 U12 is cuBLAS's batched gemm: inside an outer
 // block with k = 32, on the trailing matrix with k = 64 (half the memory traffic of 32). The
@@ -15,11 +15,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <cfloat>
 #include <climits>
 #include <cstddef>
 
 #include "batched/cuda/common.cuh"
+#include "batched/cuda/lu_small.cuh"
 
 namespace starfact::batched::cuda {
 namespace {
@@ -35,29 +35,19 @@ struct GetrfTuning {
     int left_swap_warps;        // final interchanges on L: column buffers per block
 };
 constexpr GetrfTuning kTuning{32, 32, 64, 512, 64, 8, 8};
+static_assert(kTuning.whole_max_n <= 32, "lu_small.cuh's instances end at 32");
 static_assert(kTuning.outer_width == 2 * kTuning.panel_width && kTuning.panel_width == 32,
               "the interchange kernels hold at most 64 rows as two per lane");
 constexpr int kSwapStride = 128;  // ints per matrix in the interchange workspace: src at 0, dst at 64
 
-constexpr unsigned kFullMask = 0xffffffffu;
+using lu_small::kFullMask;
 
 __host__ __device__ constexpr std::size_t align256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
-constexpr unsigned kNoPos = 0xffffffffu;
+using lu_small::kNoPos;
 
-// ---- Pivot search -----------------------------------------------------------------------
-
-// A 64-bit key whose order is the order of |x| (bit patterns of non-negative floats are
-// monotonic), 0 reserved for "no candidate". A NaN gets the key of a zero, so it is chosen only
-// when nothing larger than zero is left and it comes first: the pivot always exists and is
-// in range, and the NaN spreads through its own matrix only.
-__device__ inline unsigned long long pivot_key(double x) {
-    if (isnan(x)) return 1ull;
-    return static_cast<unsigned long long>(__double_as_longlong(fabs(x))) + 1ull;
-}
-__device__ inline unsigned long long pivot_key(float x) {
-    if (isnan(x)) return 1ull;
-    return static_cast<unsigned long long>(__float_as_uint(fabsf(x))) + 1ull;
-}
+// ---- Pivot search (keys and multipliers: lu_small.cuh) ------------------------------------
+using lu_small::multiplier;
+using lu_small::pivot_key;
 
 /// Max of a 64-bit key over the lanes of `mask`.
 __device__ inline unsigned long long group_max(unsigned mask, unsigned long long key) {
@@ -67,53 +57,33 @@ __device__ inline unsigned long long group_max(unsigned mask, unsigned long long
     return (static_cast<unsigned long long>(hi) << 32) | lo;
 }
 
-template <class T>
-__device__ inline T safe_min();
-template <>
-__device__ inline double safe_min<double>() { return DBL_MIN; }
-template <>
-__device__ inline float safe_min<float>() { return FLT_MIN; }
+// ---- Register kernel for one panel of the blocked path --------------------------------------
 
-/// The multiplier l = a / piv as LAPACK's getrf2 computes it (reciprocal unless piv is tiny);
-/// a zero pivot leaves the column unscaled (its entries are zero anyway).
-template <class T>
-__device__ inline T multiplier(T a, T piv) {
-    if (piv == T(0)) return a;
-    return fabs(piv) >= safe_min<T>() ? a * (T(1) / piv) : a / piv;
-}
-
-/// 16-byte vectors for the pivot row's broadcast through shared memory.
-template <class T>
-struct Vec16;
-template <>
-struct Vec16<double> {
-    using type = double2;
-};
-template <>
-struct Vec16<float> {
-    using type = float4;
-};
-
-// ---- Register kernel: a whole small matrix, or one panel of the blocked path ---------------
-
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-template <class T>
-__device__ inline void cp_async(T* smem, const T* gmem) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(sizeof(T)));
-}
-
-/// The factorization proper, on the rows held by a group: see lu_register_kernel.
-template <class T, int NC, int SUB, int kSlots>
-__device__ __forceinline__ void factor_rows(T (&a)[NC], T* Ab, int b, int lda, int n, int j0, int w, int* ipiv,
-                                            int* info, int* swaps, bool whole, int t, int lane, int slot,
-                                            unsigned mask, T (&srow)[2][kSlots][NC],
-                                            unsigned long long (&skey)[2][kSlots], int (&spos)[2][kSlots]) {
-    using V = typename Vec16<T>::type;
+/// One block per matrix of blockDim.x threads (a multiple of 32, <= MAXT), thread t holding row
+/// j0 + t: rows j0 .. n-1 and columns j0 .. j0+w-1 (w <= NC) are factored with the interchanges
+/// deferred (every row keeps its position in LAPACK's order, ties to the smallest), the pivot
+/// searched per warp and then over the warps' candidates. `swaps` receives, per matrix, at
+/// [0, w) the source row of each final position j0 + i and at [64, 64 + w) the final position
+/// of each row j0 + i; info is only lowered from 0.
+template <class T, int NC, int MAXT>
+__global__ void __launch_bounds__(MAXT)
+    lu_panel_kernel(T* const* A, int lda, int n, int j0, int w, int* ipiv, int* info, int* swaps, int count) {
+    using V = typename lu_small::Vec16<T>::type;
     constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
     static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
+    constexpr int kSlots = MAXT / 32;
+    __shared__ __align__(16) T srow[2][kSlots][NC];
+    __shared__ unsigned long long skey[2][kSlots];
+    __shared__ int spos[2][kSlots];
+
+    const int b = blockIdx.x;
+    if (b >= count) return;
+    const int t = threadIdx.x, lane = t & 31, slot = t / 32;
+    T* Ab = A[b];
     const int m = n - j0;
+    T a[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) a[c] = (t < m && c < w) ? Ab[(j0 + t) + static_cast<std::size_t>(j0 + c) * lda] : T(0);
     int pos = t;
     int linfo = 0;
 #pragma unroll
@@ -122,15 +92,13 @@ __device__ __forceinline__ void factor_rows(T (&a)[NC], T* Ab, int b, int lda, i
         const int par = j & 1;
         const bool cand = t < m && pos >= j;
         const unsigned long long key = cand ? pivot_key(a[j]) : 0ull;
-        const unsigned long long kmax = group_max(mask, key);
+        const unsigned long long kmax = group_max(kFullMask, key);
         const bool top = cand && key == kmax;
-        const unsigned ppos = __reduce_min_sync(mask, top ? static_cast<unsigned>(pos) : kNoPos);
+        const unsigned ppos = __reduce_min_sync(kFullMask, top ? static_cast<unsigned>(pos) : kNoPos);
         const bool winner = top && static_cast<unsigned>(pos) == ppos;
-        if constexpr (SUB == 0) {
-            if (winner || (kmax == 0ull && lane == 0)) {  // a warp without candidates says so
-                skey[par][slot] = kmax;
-                spos[par][slot] = winner ? pos : INT_MAX;
-            }
+        if (winner || (kmax == 0ull && lane == 0)) {  // a warp without candidates says so
+            skey[par][slot] = kmax;
+            spos[par][slot] = winner ? pos : INT_MAX;
         }
         if (winner) {
 #pragma unroll
@@ -142,22 +110,15 @@ __device__ __forceinline__ void factor_rows(T (&a)[NC], T* Ab, int b, int lda, i
                 *reinterpret_cast<V*>(&srow[par][slot][c]) = v;
             }
         }
-        int bs, bp;  // the winning slot and the pivot's position
-        if constexpr (SUB > 0) {
-            __syncwarp(mask);
-            bs = slot;
-            bp = static_cast<int>(ppos);
-        } else {
-            __syncthreads();
-            // Every warp reduces the warps' candidates at once, one per lane.
-            const bool has = lane < static_cast<int>(blockDim.x / 32);
-            const unsigned long long k = has ? skey[par][lane] : 0ull;
-            const unsigned long long kbest = group_max(kFullMask, k);
-            const bool best = has && k == kbest;
-            const unsigned pbest = __reduce_min_sync(kFullMask, best ? static_cast<unsigned>(spos[par][lane]) : kNoPos);
-            bs = __ffs(__ballot_sync(kFullMask, best && static_cast<unsigned>(spos[par][lane]) == pbest)) - 1;
-            bp = static_cast<int>(pbest);
-        }
+        __syncthreads();
+        // Every warp reduces the warps' candidates at once, one per lane.
+        const bool has = lane < static_cast<int>(blockDim.x / 32);
+        const unsigned long long k = has ? skey[par][lane] : 0ull;
+        const unsigned long long kbest = group_max(kFullMask, k);
+        const bool best = has && k == kbest;
+        const unsigned pbest = __reduce_min_sync(kFullMask, best ? static_cast<unsigned>(spos[par][lane]) : kNoPos);
+        const int bs = __ffs(__ballot_sync(kFullMask, best && static_cast<unsigned>(spos[par][lane]) == pbest)) - 1;
+        const int bp = static_cast<int>(pbest);  // the winning slot and the pivot's position
         const T piv = srow[par][bs][j];
         if (winner && bs == slot) {
             pos = j;
@@ -185,80 +146,14 @@ __device__ __forceinline__ void factor_rows(T (&a)[NC], T* Ab, int b, int lda, i
         for (int c = 0; c < NC; ++c)
             if (c < w) Ab[(j0 + pos) + static_cast<std::size_t>(j0 + c) * lda] = a[c];
     }
-    if (swaps != nullptr) {
-        int* sw = swaps + static_cast<std::size_t>(b) * kSwapStride;
-        if (t < m && pos < w) sw[pos] = j0 + t;
-        if (t < w) sw[64 + t] = j0 + pos;
-    }
-    if (t == 0) {
-        if (whole) {
-            info[b] = linfo;
-        } else if (linfo != 0 && info[b] == 0) {
-            info[b] = linfo;
-        }
-    }
-}
-
-// SUB > 0: groups of SUB lanes (SUB <= 32), one matrix at a time each, several per block,
-// synchronized with __syncwarp; a group goes through matrices b, b + stride, ... and copies the
-// next one into shared memory (cp.async) while it factors the current one, so that memory and
-// arithmetic overlap. SUB == 0: one matrix per block of blockDim.x (a multiple of 32, <= MAXT)
-// threads, synchronized with __syncthreads. Rows j0 .. n-1 and columns j0 .. j0+w-1 (w <= NC)
-// of the matrix are factored; thread t holds row j0 + t. `swaps` (panel mode) receives, per
-// matrix, at [0, w) the source row of each final position j0 + i and at [64, 64 + w) the final
-// position of each row j0 + i. `whole`: info is written, else only lowered from 0.
-template <class T, int NC, int SUB, int MAXT>
-__global__ void __launch_bounds__(MAXT, SUB == 32 ? 5 : 1)
-    lu_register_kernel(T* const* A, int lda, int n, int j0, int w, int* ipiv, int* info, int* swaps, int count,
-                       bool whole) {
-    constexpr int kSlots = SUB > 0 ? MAXT / SUB : MAXT / 32;
-    __shared__ __align__(16) T srow[2][kSlots][NC];
-    __shared__ unsigned long long skey[2][kSlots];
-    __shared__ int spos[2][kSlots];
-
-    const int lane = threadIdx.x & 31;
-    T a[NC];
-    if constexpr (SUB > 0) {
-        __shared__ T stage[MAXT * NC];
-        const int group = threadIdx.x / SUB, t = threadIdx.x % SUB;
-        const unsigned mask = SUB == 32 ? kFullMask : ((1u << SUB) - 1u) << (lane / SUB * SUB);
-        T* st = stage + group * SUB * NC;  // st[c * SUB + t] = A(t, c)
-        const int per_block = blockDim.x / SUB;
-        const int stride = gridDim.x * per_block;
-        auto fetch = [&](int bb) {
-            const T* src = A[bb];
-            if (t < n)
-                for (int c = 0; c < n; ++c) cp_async(st + c * SUB + t, src + t + static_cast<std::size_t>(c) * lda);
-            cp_async_commit();
-        };
-        int b = blockIdx.x * per_block + group;
-        if (b < count) fetch(b);
-        for (; b < count; b += stride) {
-            cp_async_wait_all();
-            __syncwarp(mask);
-#pragma unroll
-            for (int c = 0; c < NC; ++c) a[c] = (t < n && c < n) ? st[c * SUB + t] : T(0);
-            __syncwarp(mask);
-            if (b + stride < count) fetch(b + stride);
-            factor_rows<T, NC, SUB, kSlots>(a, A[b], b, lda, n, 0, n, ipiv, info, swaps, whole, t, lane, group, mask,
-                                            srow, skey, spos);
-        }
-    } else {
-        const int b = blockIdx.x;
-        if (b >= count) return;
-        const int t = threadIdx.x;
-        T* Ab = A[b];
-        const int m = n - j0;
-#pragma unroll
-        for (int c = 0; c < NC; ++c)
-            a[c] = (t < m && c < w) ? Ab[(j0 + t) + static_cast<std::size_t>(j0 + c) * lda] : T(0);
-        factor_rows<T, NC, SUB, kSlots>(a, Ab, b, lda, n, j0, w, ipiv, info, swaps, whole, t, lane,
-                                        static_cast<int>(threadIdx.x / 32), kFullMask, srow, skey, spos);
-    }
+    int* sw = swaps + static_cast<std::size_t>(b) * kSwapStride;
+    if (t < m && pos < w) sw[pos] = j0 + t;
+    if (t < w) sw[64 + t] = j0 + pos;
+    if (t == 0 && linfo != 0 && info[b] == 0) info[b] = linfo;
 }
 
 /// The composed interchanges of pivots piv[0 .. w) (global, 1-based, rows j0 ..), w <= 64, in
-/// the swaps format (see lu_register_kernel); run by one thread.
+/// the swaps format (see lu_panel_kernel); run by one thread.
 __device__ inline void panel_permutation(const int* piv, int j0, int w, int* sw) {
     int content[64], out_pos[64], out_content[64];
     int nout = 0;
@@ -510,41 +405,6 @@ __global__ void lu_left_swaps_serial_kernel(T* const* A, int lda, int n, const i
 
 // ---- Dispatch -------------------------------------------------------------------------------
 
-/// One whole-matrix instance: matrices of order <= NC, SUB lanes per matrix, a grid of the
-/// blocks that fit on the device at once (each group then goes through several matrices). The
-/// device's size is read once per process and instance.
-template <class T, int NC, int SUB, int MAXT>
-void launch_whole(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
-    static_assert(SUB > 0, "whole matrices are factored by groups of a warp or less");
-    static const int resident = [] {
-        int device = 0, sms = 0, per_sm = 0;
-        detail::check(cudaGetDevice(&device), "getrf (cudaGetDevice)");
-        detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "getrf (SM count)");
-        detail::check(cudaFuncSetAttribute(lu_register_kernel<T, NC, SUB, MAXT>,
-                                           cudaFuncAttributePreferredSharedMemoryCarveout,
-                                           cudaSharedmemCarveoutMaxShared),
-                      "getrf (shared memory carveout)");
-        detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lu_register_kernel<T, NC, SUB, MAXT>,
-                                                                    MAXT, 0),
-                      "getrf (occupancy)");
-        return sms * per_sm > 0 ? sms * per_sm : 1;
-    }();
-    const int needed = detail::ceil_div(count, MAXT / SUB);
-    lu_register_kernel<T, NC, SUB, MAXT><<<needed < resident ? needed : resident, MAXT, 0, launch.stream>>>(
-        A, lda, n, 0, n, ipiv, info, nullptr, count, true);
-    detail::check_launch("getrf (register kernel)");
-}
-
-template <class T>
-void launch_small(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* info, int count) {
-    // The table of whole-matrix instances, smallest first.
-    if (n <= 4) return launch_whole<T, 4, 4, 128>(launch, n, A, lda, ipiv, info, count);
-    if (n <= 8) return launch_whole<T, 8, 8, 128>(launch, n, A, lda, ipiv, info, count);
-    if (n <= 16) return launch_whole<T, 16, 16, 128>(launch, n, A, lda, ipiv, info, count);
-    static_assert(kTuning.whole_max_n == 32, "the instance table ends at 32");
-    return launch_whole<T, 32, 32, 128>(launch, n, A, lda, ipiv, info, count);
-}
-
 inline cublasStatus_t gemm_batched(cublasHandle_t h, int m, int n, int k, const double* alpha,
                                    const double* const* a, int lda, const double* const* b, int ldb,
                                    const double* beta, double* const* c, int ldc, int count) {
@@ -598,8 +458,7 @@ struct Blocked {
         const int m = n - j0;
         if (m <= kTuning.register_panel_rows) {
             const int threads = detail::ceil_div(m, 32) * 32;
-            lu_register_kernel<T, 32, 0, 512><<<count, threads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv, info,
-                                                                                     sw, count, false);
+            lu_panel_kernel<T, 32, 512><<<count, threads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv, info, sw, count);
         } else {
             lu_global_panel_kernel<T><<<count, kGlobalPanelThreads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv,
                                                                                          info, sw);
@@ -642,7 +501,8 @@ void getrf(const Launch& launch, int n, T* const* A, int lda, int* ipiv, int* in
                       "getrf (info)");
         return;
     }
-    if (n <= kTuning.whole_max_n) return launch_small<T>(launch, n, A, lda, ipiv, info, count);
+    if (n <= kTuning.whole_max_n)
+        return lu_small::launch<T>(launch.stream, n, lu_small::FixedBatch<T>{A, n, lda, ipiv, info}, count);
 
     detail::WorkspaceCarver carver(launch);
     int* swaps0 = carver.take<int>(static_cast<std::size_t>(count) * kSwapStride);

@@ -2,7 +2,12 @@
 // device matrices of different orders, our own kernels, SSDE and DSSE schedules
 // (vbatched_kernels.hpp).
 //
-// vgetrf is right-looking by steps of kVBlock = 32 columns. At step s, for every matrix whose
+// nmax <= 32: one pass, the fixed-size getrf's register kernel (lu_small.cuh) reading each
+// matrix's own order, leading dimension and pivot array; every matrix is read once into
+// registers, factored in column steps of its own order and written once. With a single step
+// there is nothing to schedule: SSDE and DSSE are the same launch (and give the same bits).
+//
+// Larger nmax: vgetrf is right-looking by steps of kVBlock = 32 columns. At step s, for every matrix whose
 // factorization is at column block c0 (w = min(32, n - c0) columns):
 // - panel kernel, one thread block per matrix (32 to 256 threads, as the tallest panel of the
 //   step needs): the panel A(c0:n, c0:c0+w) is factored with
@@ -29,11 +34,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <climits>
 #include <cstddef>
 
 #include "batched/cuda/common.cuh"
+#include "batched/cuda/lu_small.cuh"
 #include "batched/cuda/vbatched_kernels.hpp"
 
 namespace starfact::batched::cuda {
@@ -68,17 +73,8 @@ constexpr int kSwapStride = 1 + 4 * K + 3;
 
 // ---- Pivot search ---------------------------------------------------------------------------
 
-/// A 64-bit key ordered as |x| (the bit patterns of non-negative floats are monotonic); 0 means
-/// no candidate. A NaN gets the key of a zero: it is chosen only when nothing larger is left, so
-/// the pivot always exists and is in range, and the NaN spreads through its own matrix only.
-__device__ inline unsigned long long pivot_key(double x) {
-    if (isnan(x)) return 1ull;
-    return static_cast<unsigned long long>(__double_as_longlong(fabs(x))) + 1ull;
-}
-__device__ inline unsigned long long pivot_key(float x) {
-    if (isnan(x)) return 1ull;
-    return static_cast<unsigned long long>(__float_as_uint(fabsf(x))) + 1ull;
-}
+using lu_small::multiplier;
+using lu_small::pivot_key;
 
 /// (key, row) of the better candidate: the larger key, ties to the smaller row (as idamax).
 __device__ inline void better(unsigned long long& key, int& row, unsigned long long k2, int r2) {
@@ -86,25 +82,6 @@ __device__ inline void better(unsigned long long& key, int& row, unsigned long l
         key = k2;
         row = r2;
     }
-}
-
-template <class T>
-__device__ inline T safe_min();
-template <>
-__device__ inline double safe_min<double>() {
-    return DBL_MIN;
-}
-template <>
-__device__ inline float safe_min<float>() {
-    return FLT_MIN;
-}
-
-/// l = a / piv as LAPACK's getrf2 (a reciprocal unless piv is tiny); a zero pivot leaves the
-/// column as it is (its entries are zero, or NaN).
-template <class T>
-__device__ inline T multiplier(T a, T piv) {
-    if (piv == T(0)) return a;
-    return fabs(piv) >= safe_min<T>() ? a * (T(1) / piv) : a / piv;
 }
 
 /// Where matrix b stands at step `step`: its order and the column block c0 it works on; false
@@ -533,6 +510,8 @@ template <class T>
 void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* const* A, const int* lda,
             int* const* ipiv, int* info, int count) {
     if (count <= 0) return;
+    if (nmax > 0 && nmax <= K)  // every info written by the kernel
+        return lu_small::launch<T>(launch.stream, nmax, lu_small::VarBatch<T>{A, n, lda, ipiv, info}, count);
     detail::check(cudaMemsetAsync(info, 0, sizeof(int) * static_cast<std::size_t>(count), launch.stream),
                   "vgetrf info reset");
     if (nmax <= 0) return;
