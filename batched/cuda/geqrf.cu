@@ -25,9 +25,7 @@
 // geqrs gives each (matrix, right-hand side) pair one warp: Q^T b by the reflectors in order,
 // then back substitution with R, the column in shared memory when it fits.
 #include <algorithm>
-#include <array>
 #include <cfloat>
-#include <cstdio>
 #include <climits>
 #include <cstdlib>
 
@@ -616,21 +614,13 @@ struct QrPlan {
 
 constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel kernel at most (mp <= 512)
 /// Columns per warp (32 / K warps) of the register panel kernel for R = 2, 4, 8, 16 rows per
-/// lane: fewer warps for short panels, so that more blocks share a multiprocessor.
+/// lane: fewer warps for short panels, so that more blocks share a multiprocessor. On the H100
+/// (FP64, commit 1538d0c) {8, 4, 4, 2} gave 3.10 / 5.07 / 4.06 / 36.3 ms at n = 64, 128, 256,
+/// 512 (10000, 5000, 1000, 2000 matrices), against 3.90 / 5.41 / 4.58 / 37.5 with 16 warps
+/// everywhere, {4, 4, 4, 2} 3.16 / 5.10 / 4.04 / 36.3, {8, 8, 4, 2} 3.09 / 5.83 / 4.19 / 36.6
+/// and {4, 4, 2, 2} 3.16 / 5.09 / 4.55 / 37.4.
 constexpr int kRegPanelCols[4] = {8, 4, 4, 2};
 static_assert(kQr.ib <= 32, "every panel column has an owner");
-
-/// kRegPanelCols, or $STARFACT_BATCHED_QR_PANEL_COLS ("a,b,c,d", each 2, 4 or 8; at most 4
-/// for R = 8 and 2 for R = 16) for the tuning sweep of this change (temporary).
-int reg_panel_cols(int slot) {
-    static const std::array<int, 4> cols = [] {
-        std::array<int, 4> c{kRegPanelCols[0], kRegPanelCols[1], kRegPanelCols[2], kRegPanelCols[3]};
-        if (const char* e = std::getenv("STARFACT_BATCHED_QR_PANEL_COLS"))
-            std::sscanf(e, "%d,%d,%d,%d", &c[0], &c[1], &c[2], &c[3]);
-        return c;
-    }();
-    return cols[slot];
-}
 
 template <class T, int R, int K>
 void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
@@ -640,28 +630,6 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
     reg_panel_kernel<T, R, K><<<count, 32 * (32 / K), smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv,
                                                                              vstride, above, Tm, tstride, Y);
     detail::check_launch("geqrf register panel");
-}
-
-/// The register panel kernel with R rows per lane and `cols` columns per warp.
-template <class T, int R>
-void launch_reg_panel_cols(int cols, const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau,
-                           int ntau, T* V, int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y,
-                           int count) {
-    if constexpr (R <= 4) {
-        if (cols == 8) {
-            launch_reg_panel<T, R, 8>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                      count);
-            return;
-        }
-    }
-    if constexpr (R <= 8) {
-        if (cols == 4) {
-            launch_reg_panel<T, R, 4>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                      count);
-            return;
-        }
-    }
-    launch_reg_panel<T, R, 2>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y, count);
 }
 
 /// Factors one panel of every matrix; with V, also writes V, and T and Y = V T too when it
@@ -675,24 +643,23 @@ bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, i
         // In registers: the smallest R (rows per lane) that holds the panel.
         if (V == nullptr || Tm == nullptr) Y = nullptr;
         if (mp <= 64)
-            launch_reg_panel_cols<T, 2>(reg_panel_cols(0), launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride,
-                                        above, Tm, tstride, Y, count);
+            launch_reg_panel<T, 2, kRegPanelCols[0]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
+                                                     tstride, Y, count);
         else if (mp <= 128)
-            launch_reg_panel_cols<T, 4>(reg_panel_cols(1), launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride,
-                                        above, Tm, tstride, Y, count);
+            launch_reg_panel<T, 4, kRegPanelCols[1]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
+                                                     tstride, Y, count);
         else if (mp <= 256)
-            launch_reg_panel_cols<T, 8>(reg_panel_cols(2), launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride,
-                                        above, Tm, tstride, Y, count);
+            launch_reg_panel<T, 8, kRegPanelCols[2]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
+                                                     tstride, Y, count);
         else
-            launch_reg_panel_cols<T, 16>(reg_panel_cols(3), launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride,
-                                         above, Tm, tstride, Y, count);
+            launch_reg_panel<T, 16, kRegPanelCols[3]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above,
+                                                      Tm, tstride, Y, count);
         return Y != nullptr;
     }
     const std::size_t bytes = static_cast<std::size_t>(mp | 1) * iw * sizeof(T);
     const bool in_smem = bytes <= kQr.panel_smem_bytes;
     const std::size_t smem = in_smem ? bytes : 0;
-    if (smem > 48 * 1024)
-        detail::opt_in_shared(panel_kernel<T>, "geqrf panel shared memory");
+    if (smem > 48 * 1024) detail::opt_in_shared(panel_kernel<T>, "geqrf panel shared memory");
     const int warps = mp >= kQr.panel_tall_rows ? kQr.panel_warps_tall : kQr.panel_warps;
     panel_kernel<T>
         <<<count, 32 * warps, smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, in_smem);
@@ -887,8 +854,7 @@ void geqrs(const Launch& launch, int m, int n, int nrhs, const T* const* A, int 
     const std::size_t bytes = static_cast<std::size_t>(warps) * m * sizeof(T);
     const bool in_smem = bytes <= kQr.geqrs_smem_bytes;
     const std::size_t smem = in_smem ? bytes : 0;
-    if (smem > 48 * 1024)
-        detail::opt_in_shared(geqrs_kernel<T>, "geqrs shared memory");
+    if (smem > 48 * 1024) detail::opt_in_shared(geqrs_kernel<T>, "geqrs shared memory");
     const long long pairs = static_cast<long long>(count) * std::max(nrhs, 1);
     const long long blocks = (pairs + warps - 1) / warps;
     geqrs_kernel<T><<<static_cast<unsigned>(blocks), 32 * warps, smem, launch.stream>>>(m, n, nrhs, A, lda, tau, B, ldb,
