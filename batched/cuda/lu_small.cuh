@@ -189,32 +189,60 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
             const bool cand = t < n && pos >= j;
             const unsigned long long key = cand ? pivot_key(a[j]) : 0ull;
             const unsigned hi = static_cast<unsigned>(key >> 32);
-            const unsigned hmax = group_max<SUB>(hi);
-            unsigned win = __ballot_sync(kFullMask, cand && hi == hmax) & gbits;
-            if (__any_sync(kFullMask, (win & (win - 1)) != 0)) {
-                // Two rows share the high word in some group: the exact search there.
-                const unsigned lmax = group_max<SUB>(cand && hi == hmax ? static_cast<unsigned>(key) : 0u);
+            bool has, winner;
+            int bp;
+            T piv;
+            if constexpr (SUB == 32) {
+                // The group is the warp: the exact search by three reductions, the pivot from
+                // the shared row.
+                const unsigned hmax = __reduce_max_sync(kFullMask, hi);
+                const unsigned lmax = __reduce_max_sync(kFullMask, hi == hmax ? static_cast<unsigned>(key) : 0u);
                 const bool top = cand && hi == hmax && static_cast<unsigned>(key) == lmax;
-                const unsigned pmin = group_min<SUB>(top ? static_cast<unsigned>(pos) : kNoPos);
-                win = __ballot_sync(kFullMask, top && static_cast<unsigned>(pos) == pmin) & gbits;
-            }
-            // win == 0: this group has no column j (no matrix, or a smaller one).
-            const int wl = win != 0 ? __ffs(win) - 1 : lane;
-            const bool winner = win != 0 && lane == wl;
-            const int bp = __shfl_sync(kFullMask, pos, wl);
-            const T piv = __shfl_sync(kFullMask, a[j], wl);
-            if (winner) {
+                const unsigned pmin = __reduce_min_sync(kFullMask, top ? static_cast<unsigned>(pos) : kNoPos);
+                winner = top && static_cast<unsigned>(pos) == pmin;
+                has = pmin != kNoPos;
+                bp = static_cast<int>(pmin);
+                if (winner) {
 #pragma unroll
-                for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
-                    V v;
-                    T* e = reinterpret_cast<T*>(&v);
+                    for (int c = j / kV * kV; c < NC; c += kV) {
+                        V v;
+                        T* e = reinterpret_cast<T*>(&v);
 #pragma unroll
-                    for (int q = 0; q < kV; ++q) e[q] = a[c + q];
-                    *reinterpret_cast<V*>(&srow[par][group][c]) = v;
+                        for (int q = 0; q < kV; ++q) e[q] = a[c + q];
+                        *reinterpret_cast<V*>(&srow[par][group][c]) = v;
+                    }
                 }
+                __syncwarp();
+                piv = has ? srow[par][group][j] : T(0);
+            } else {
+                const unsigned hmax = group_max<SUB>(hi);
+                unsigned win = __ballot_sync(kFullMask, cand && hi == hmax) & gbits;
+                if (__any_sync(kFullMask, (win & (win - 1)) != 0)) {
+                    // Two rows share the high word in some group: the exact search there.
+                    const unsigned lmax = group_max<SUB>(cand && hi == hmax ? static_cast<unsigned>(key) : 0u);
+                    const bool top = cand && hi == hmax && static_cast<unsigned>(key) == lmax;
+                    const unsigned pmin = group_min<SUB>(top ? static_cast<unsigned>(pos) : kNoPos);
+                    win = __ballot_sync(kFullMask, top && static_cast<unsigned>(pos) == pmin) & gbits;
+                }
+                // win == 0: this group has no column j (no matrix, or a smaller one).
+                has = win != 0;
+                const int wl = has ? __ffs(win) - 1 : lane;
+                winner = has && lane == wl;
+                bp = __shfl_sync(kFullMask, pos, wl);
+                piv = __shfl_sync(kFullMask, a[j], wl);
+                if (winner) {
+#pragma unroll
+                    for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
+                        V v;
+                        T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+                        for (int q = 0; q < kV; ++q) e[q] = a[c + q];
+                        *reinterpret_cast<V*>(&srow[par][group][c]) = v;
+                    }
+                }
+                __syncwarp();
             }
-            __syncwarp();
-            if (win != 0) {
+            if (has) {
                 if (winner) {
                     pos = j;
                 } else if (pos == j) {
