@@ -429,6 +429,200 @@ void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const*
     detail::check_launch("potrf trsm leaf kernel");
 }
 
+// ---- Wide leaf triangular solve: k up to trsm_leaf_max(), 32-column blocks, left-looking ------
+
+/// The same solve as trsm_leaf_kernel for k > kCut in one launch: the blocks of kCut columns
+/// are solved one after another (forward for kTransL, backward else), each first updated by
+/// the blocks already solved (read back from X, which this thread has just written: L2 hits)
+/// times the panel of L beside its diagonal block (in dynamic shared memory, element (c, q) at
+/// c * kCut + q, q the block's column). This replaces the recursion's gemms inside a k-column
+/// solve, each of which read and wrote the whole m x k block once more.
+template <class T, bool kTransL, bool kStage, int kMinBlocks>
+__global__ void __launch_bounds__(kSolveRows, kMinBlocks) trsm_wide_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
+                                                               int k, const int* info, int count, int row_blocks) {
+    constexpr int K = kCut;
+    constexpr int LK = K + 1;
+    constexpr int R = kSolveRows;
+    constexpr int LX = R + 1;
+    __shared__ T sL[K * LK];
+    __shared__ T sD[K];
+    __shared__ T sX[kStage ? LX * K : 1];
+    extern __shared__ __align__(16) unsigned char wide_smem[];
+    T* sP = reinterpret_cast<T*>(wide_smem);
+
+    const int b = blockIdx.x / row_blocks;
+    const int row0 = (blockIdx.x % row_blocks) * R;
+    if (b >= count) return;
+    if (info != nullptr && info[b] != 0) return;  // uniform over the block
+    T* x = X[b];
+    const T* l = L[b];
+    const int tid = threadIdx.x;
+    const int row = row0 + tid;
+    const int nb = (k + K - 1) / K;
+
+    for (int s = 0; s < nb; ++s) {
+        const int jb = kTransL ? s : nb - 1 - s;
+        const int j0 = jb * K;
+        const int kj = min(K, k - j0);
+        const int c0 = kTransL ? 0 : j0 + K;         // first column of the solved blocks
+        const int nc = kTransL ? j0 : k - (j0 + K);  // their count
+        const int ncp = (nc + K - 1) / K * K;  // padded to whole chunks (zeros)
+        __syncthreads();  // the previous block's readers of sL, sD, sP and sX are done
+        for (int e = tid; e < K * K; e += R) {
+            const int i = lv.trans ? e / K : e % K;
+            const int j = lv.trans ? e % K : e / K;
+            const bool in = i < kj && j < kj && i >= j;
+            const T val = in ? l[lv.idx(j0 + i, j0 + j)] : T(i == j ? 1 : 0);
+            sL[i + j * LK] = val;
+            if (i == j) sD[i] = T(1) / val;
+        }
+        // Forward: P(c, q) = L(j0 + q, c); backward: P(c, q) = L(c0 + c, j0 + q). The index
+        // that runs along memory runs along the threads.
+        for (int e = tid; e < ncp * K; e += R) {
+            int c, q;
+            const bool q_fast = kTransL != lv.trans;
+            if (q_fast) {
+                q = e % K;
+                c = e / K;
+            } else {
+                c = e % ncp;
+                q = e / ncp;
+            }
+            T val = T(0);
+            if (c < nc && q < kj) val = kTransL ? l[lv.idx(j0 + q, c)] : l[lv.idx(c0 + c, j0 + q)];
+            sP[c * K + q] = val;
+        }
+        T xr[K];
+        if constexpr (kStage) {
+            for (int e = tid; e < R * K; e += R) {
+                const int i = xv.trans ? e / K : e % R;
+                const int j = xv.trans ? e % K : e / R;
+                const bool in = row0 + i < m && j < kj;
+                sX[i + j * LX] = in ? x[xv.idx(row0 + i, j0 + j)] : T(0);
+            }
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < K; ++j) xr[j] = sX[tid + j * LX];
+        } else {
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < K; ++j) xr[j] = (row < m && j < kj) ? x[xv.idx(row, j0 + j)] : T(0);
+        }
+
+        for (int cb = 0; cb < ncp; cb += K) {
+            if constexpr (kStage) {
+                __syncthreads();  // sX's last readers are done
+                for (int e = tid; e < R * K; e += R) {
+                    const int i = xv.trans ? e / K : e % R;
+                    const int j = xv.trans ? e % K : e / R;
+                    const bool in = row0 + i < m && cb + j < nc;
+                    sX[i + j * LX] = in ? x[xv.idx(row0 + i, c0 + cb + j)] : T(0);
+                }
+                __syncthreads();
+            }
+#pragma unroll 2
+            for (int c = 0; c < K; ++c) {
+                T t;
+                if constexpr (kStage)
+                    t = sX[tid + c * LX];
+                else
+                    t = (row < m && cb + c < nc) ? x[xv.idx(row, c0 + cb + c)] : T(0);
+                const T* p = sP + (cb + c) * K;
+#pragma unroll
+                for (int q = 0; q < K; ++q) xr[q] -= t * p[q];
+            }
+        }
+
+        if constexpr (kTransL) {
+#pragma unroll
+            for (int j = 0; j < K; ++j) {
+                xr[j] *= sD[j];
+#pragma unroll
+                for (int q = j + 1; q < K; ++q) xr[q] -= xr[j] * sL[q + j * LK];
+            }
+        } else {
+#pragma unroll
+            for (int j = K - 1; j >= 0; --j) {
+                xr[j] *= sD[j];
+#pragma unroll
+                for (int q = 0; q < j; ++q) xr[q] -= xr[j] * sL[j + q * LK];
+            }
+        }
+
+        if constexpr (kStage) {
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < K; ++j) sX[tid + j * LX] = xr[j];
+            __syncthreads();
+            for (int e = tid; e < R * K; e += R) {
+                const int i = xv.trans ? e / K : e % R;
+                const int j = xv.trans ? e % K : e / R;
+                if (row0 + i < m && j < kj) x[xv.idx(row0 + i, j0 + j)] = sX[i + j * LX];
+            }
+        } else {
+            if (row < m) {
+#pragma unroll
+                for (int j = 0; j < K; ++j)
+                    if (j < kj) x[xv.idx(row, j0 + j)] = xr[j];
+            }
+        }
+    }
+}
+
+/// Widest k of the leaf solve and whether the wide kernel's registers are capped for 6 blocks
+/// per SM (temporary switch STARFACT_BATCHED_POTRF_LEAF=old|32|64|128|256, suffix "r": not
+/// capped; read once per process; "old": trsm_leaf_kernel up to kCut). To be removed after the
+/// H100 measurement.
+struct LeafChoice {
+    int max = 128;
+    bool capped = true;
+};
+LeafChoice leaf_choice() {
+    static const LeafChoice v = [] {
+        LeafChoice c;
+        const char* s = std::getenv("STARFACT_BATCHED_POTRF_LEAF");
+        if (s == nullptr) return c;
+        if (std::strcmp(s, "old") == 0) {
+            c.max = -1;
+            return c;
+        }
+        const int w = std::atoi(s);
+        if (w == 32 || w == 64 || w == 128 || w == 256) c.max = w;
+        c.capped = std::strchr(s, 'r') == nullptr;
+        return c;
+    }();
+    return v;
+}
+int trsm_leaf_max() { return leaf_choice().max; }
+
+template <class T, bool kTransL, bool kStage>
+void launch_trsm_wide_as(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
+                         const int* info, int count) {
+    const int row_blocks = detail::ceil_div(m, kSolveRows);
+    const auto blocks = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
+    const std::size_t shared =
+        sizeof(T) * static_cast<std::size_t>(kCut) * static_cast<std::size_t>(detail::ceil_div(k, kCut) - 1) * kCut;
+    if (leaf_choice().capped) {
+        if (shared > 48 * 1024) detail::opt_in_shared(trsm_wide_kernel<T, kTransL, kStage, 6>, "potrf wide trsm leaf");
+        trsm_wide_kernel<T, kTransL, kStage, 6>
+            <<<blocks, kSolveRows, shared, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
+    } else {
+        if (shared > 48 * 1024) detail::opt_in_shared(trsm_wide_kernel<T, kTransL, kStage, 1>, "potrf wide trsm leaf");
+        trsm_wide_kernel<T, kTransL, kStage, 1>
+            <<<blocks, kSolveRows, shared, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
+    }
+    detail::check_launch("potrf wide trsm leaf kernel");
+}
+
+template <class T, bool kTransL>
+void launch_trsm_wide(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
+                      const int* info, int count) {
+    if (xv.trans)
+        launch_trsm_wide_as<T, kTransL, true>(stream, X, xv, L, lv, m, k, info, count);
+    else
+        launch_trsm_wide_as<T, kTransL, false>(stream, X, xv, L, lv, m, k, info, count);
+}
+
 // ---- Symmetric update of the diagonal blocks: C_tt <- C_tt - A_t A_t^T (lower part) ---------
 
 /// C is n x n (view cv, only its 32 x 32 diagonal blocks), A is n x k (view av); one block per
@@ -728,12 +922,19 @@ public:
     /// X (m x k) <- X L^{-T} (trans_l) or X L^{-1}; L k x k lower.
     void trsm(bool trans_l, T* const* Xp, View x, const T* const* Lp, View l, int m, int k, const int* info) {
         if (m <= 0 || k <= 0) return;
-        if (k <= kCut) {
+        const int wide = trsm_leaf_max();
+        if (k <= (wide < 0 ? kCut : wide)) {
             if (planning_) return;
-            if (trans_l)
-                launch_trsm_leaf<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
-            else
-                launch_trsm_leaf<T, false>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
+            if (wide < 0) {
+                if (trans_l)
+                    launch_trsm_leaf<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
+                else
+                    launch_trsm_leaf<T, false>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
+            } else if (trans_l) {
+                launch_trsm_wide<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
+            } else {
+                launch_trsm_wide<T, false>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
+            }
             return;
         }
         const int k1 = split(k), k2 = k - k1;
