@@ -5,7 +5,9 @@
 // stream, and the CPU baseline (LAPACKE, one matrix per core, single-threaded OpenBLAS: the host
 // path of batched/vbatched.hpp). Orders: uniform in [1, NMAX] or the paper's skewed distribution
 // (1% NMAX, the rest in [1, NMAX/10]). Rates count the useful flops, the sum of 2n^3/3;
-// "fixed_equal_flops" is the fixed-size getrf on as many NMAX matrices as carry the same flops.
+// "fixed_equal_flops" is the fixed-size getrf on as many NMAX matrices as carry the same flops,
+// "fixed_same_count" the fixed-size getrf on the same count of matrices of order
+// n_eq = round((mean of n^3)^(1/3)) (same count, same flops up to the rounding of n_eq).
 // Also our vgetrs (DSSE factors, nrhs 1) against the host path. GPU times: CUDA events, warm-up,
 // median of --reps, the input restored (untimed) before each run.
 #include <cublas_v2.h>
@@ -234,6 +236,41 @@ int main(int argc, char** argv) {
                 const double te = bench::time_on_device(
                     reps, pad_restore, [&] { bc::getrf<double>(fl, nmax, d_pad_ptrs, nmax, d_pad_piv, d_info, ceq); });
                 record("vgetrf", "fixed_equal_flops", te, ceq * 2.0 * nmax * nmax * nmax / 3.0, {{"fixed_count", ceq}});
+                // The same count of matrices of one order n_eq = round((mean n^3)^(1/3)): the same
+                // count and (nearly) the same flops as the variable-size batch.
+                const int neq = std::max(1, static_cast<int>(std::lround(std::cbrt(n3 / count))));
+                {
+                    const std::size_t pe = std::size_t(neq) * neq;
+                    std::vector<double> heq(pe * count);
+                    parallel_for(count, [&](int b) {
+                        const auto& S = src[b % kSources];
+                        for (int j = 0; j < neq; ++j)
+                            std::copy(S.begin() + std::size_t(j) * nmax, S.begin() + std::size_t(j) * nmax + neq,
+                                      heq.begin() + pe * b + std::size_t(j) * neq);
+                    });
+                    double* d_eq_orig = device_alloc<double>(pe * count);
+                    double* d_eq = device_alloc<double>(pe * count);
+                    bench::check(cudaMemcpy(d_eq_orig, heq.data(), sizeof(double) * pe * count, cudaMemcpyHostToDevice),
+                                 "cudaMemcpy");
+                    double** d_eq_ptrs = device_alloc<double*>(count);
+                    bc::strided_pointers<double>(d_eq_ptrs, d_eq, static_cast<long long>(pe), count, nullptr);
+                    const std::size_t wse = bc::getrf_workspace<double>(neq, count);
+                    void* d_wse = wse > 0 ? device_alloc<char>(wse) : nullptr;
+                    bc::Launch el{nullptr, blas, d_wse, wse};
+                    const double tq = bench::time_on_device(
+                        reps,
+                        [&] {
+                            bench::check(cudaMemcpyAsync(d_eq, d_eq_orig, sizeof(double) * pe * count,
+                                                         cudaMemcpyDeviceToDevice, nullptr),
+                                         "cudaMemcpyAsync");
+                        },
+                        [&] { bc::getrf<double>(el, neq, d_eq_ptrs, neq, d_pad_piv, d_info, count); });
+                    record("vgetrf", "fixed_same_count", tq, count * 2.0 * neq * neq * neq / 3.0, {{"fixed_order", neq}});
+                    cudaFree(d_wse);
+                    cudaFree(d_eq_ptrs);
+                    cudaFree(d_eq);
+                    cudaFree(d_eq_orig);
+                }
                 cudaFree(d_ws);
                 cudaFree(d_pad_ptrs);
                 cudaFree(d_pad_piv);
@@ -286,8 +323,8 @@ int main(int argc, char** argv) {
             fmt::print("# {} nmax {} count {} ({:.3f} GFLOP useful):\n", dist, nmax, count, flops / 1e9);
             for (const auto& pt : pts) {
                 fmt::print("#   {:20s} {:10.3f} ms {:9.1f} GFLOP/s  time / dsse {:6.2f}\n", pt.impl, pt.t * 1e3,
-                           (pt.impl == "fixed_equal_flops" ? 0.0 : flops / pt.t / 1e9), pt.t / t_dsse);
-                if (pt.impl != "starfact_dsse" && pt.impl != "starfact_ssde" && pt.impl != "fixed_equal_flops" &&
+                           (pt.impl.rfind("fixed_", 0) == 0 ? 0.0 : flops / pt.t / 1e9), pt.t / t_dsse);
+                if (pt.impl != "starfact_dsse" && pt.impl != "starfact_ssde" && pt.impl.rfind("fixed_", 0) != 0 &&
                     (best_other == 0 || pt.t < best_other)) {
                     best_other = pt.t;
                     best_name = pt.impl;
