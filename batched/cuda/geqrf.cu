@@ -28,6 +28,7 @@
 #include <cfloat>
 #include <climits>
 #include <cstdlib>
+#include <type_traits>
 
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/householder.cuh"
@@ -134,14 +135,15 @@ __device__ void larft_in_place(T* sT, const T* s_tau, int iw, int lane, T* out) 
 /// and beta; returns tau (0, column untouched, when x = 0).
 template <class T, int R>
 __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
-    T ssq = 0, alpha_l = 0;
+    // Four partial sums: a shorter dependency chain on the panel's critical path.
+    T part[4] = {0, 0, 0, 0}, alpha_l = 0;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const int row = lane + 32 * r;
-        if (row > c) ssq += x[r] * x[r];
+        if (row > c) part[r % 4] += x[r] * x[r];
         if (row == c) alpha_l = x[r];
     }
-    ssq = warp_sum(ssq);
+    const T ssq = warp_sum((part[0] + part[1]) + (part[2] + part[3]));
     T alpha = __shfl_sync(kFull, alpha_l, c & 31);
     auto scaled_norm = [&] {
         T scale = 0;
@@ -156,11 +158,18 @@ __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
             if (lane + 32 * r > c) s += (x[r] / scale) * (x[r] / scale);
         return scale * sqrt(warp_sum(s));
     };
+    // A plain sum of squares is at least ssq_low > 0: x is not zero, and beta takes one sqrt
+    // (no hypot, no norm of x) unless alpha^2 + ssq overflows.
     const bool plain = ssq >= Safe<T>::ssq_low && ssq <= Safe<T>::max;
-    T xnorm = plain ? sqrt(ssq) : scaled_norm();
-    if (xnorm == 0) return 0;
-    const T sum = alpha * alpha + ssq;  // one sqrt instead of hypot when nothing over- or underflows
-    T beta = plain && sum <= Safe<T>::max ? -copysign(sqrt(sum), alpha) : -copysign(hypot(alpha, xnorm), alpha);
+    T beta;
+    if (plain) {
+        const T sum = alpha * alpha + ssq;
+        beta = -copysign(sum <= Safe<T>::max ? sqrt(sum) : hypot(alpha, sqrt(ssq)), alpha);
+    } else {
+        const T xnorm = scaled_norm();
+        if (xnorm == 0) return 0;
+        beta = -copysign(hypot(alpha, xnorm), alpha);
+    }
     int knt = 0;
     if (fabs(beta) < Safe<T>::min) {
         const T rsafmn = T(1) / Safe<T>::min;
@@ -172,8 +181,7 @@ __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
             beta *= rsafmn;
             alpha *= rsafmn;
         } while (fabs(beta) < Safe<T>::min && knt < 20);
-        xnorm = scaled_norm();
-        beta = -copysign(hypot(alpha, xnorm), alpha);
+        beta = -copysign(hypot(alpha, scaled_norm()), alpha);
     }
     const T tau = (beta - alpha) / beta;
     const T scal = T(1) / (alpha - beta);
@@ -195,11 +203,12 @@ __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
 /// larft) there, its column c formed at step c + 1 by the owner of column c (off the path of
 /// the next reflector) from the G(0:c, c) that step c's products left; with Y too (V and Tm
 /// not null; dynamic shared memory for 32 R x 32 entries), Y = V T in V's layout (rows
-/// 0..above-1 zero), V staged through shared memory. 32 / K warps.
+/// 0..above-1 zero), V staged through shared memory and read a row per thread. 32 / K warps.
 template <class T, int R, int K>
-__global__ void __launch_bounds__(1024 / K)
+__global__ void __launch_bounds__(1024 / K, K / 2)  // at most 128 registers
     reg_panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv, long long vstride,
                      int above, T* Tm, long long tstride, T* Y) {
+    static_assert(R % 2 == 0, "the products run in pairs of rows");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ T vbuf[2][32 * R];
     __shared__ T s_tau[32];
@@ -247,11 +256,15 @@ __global__ void __launch_bounds__(1024 / K)
         T s[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-            s[k] = 0;
+            T s0 = 0, s1 = 0;  // two partial sums: half the dependency chain
             const int cc = warp + k * W;
             if (cc != c && cc < iw)
 #pragma unroll
-                for (int r = 0; r < R; ++r) s[k] += vr[r] * a[k][r];
+                for (int r = 0; r < R; r += 2) {
+                    s0 += vr[r] * a[k][r];
+                    s1 += vr[r + 1] * a[k][r + 1];
+                }
+            s[k] = s0 + s1;
         }
         for (int o = 16; o > 0; o /= 2)
 #pragma unroll
@@ -297,28 +310,37 @@ __global__ void __launch_bounds__(1024 / K)
         }
     }
     if (Y == nullptr) return;
+    // Y = V T by rows: a thread per row of the panel, T read row by row (a copy with leading
+    // dimension 32, two entries a load, the same address across the warp), V's row once.
+    __shared__ __align__(16) T sTr[32 * 32];
     __syncthreads();  // V staged, T complete in sT
+    for (int i = threadIdx.x; i < 32 * 32; i += blockDim.x) sTr[i] = sT[(i >> 5) + 33 * (i & 31)];
+    __syncthreads();
     const T* sV = reinterpret_cast<const T*>(smem_raw);
+    T* Yb = Y + b * vstride;
+    for (int i = threadIdx.x; i < above * iw; i += blockDim.x) Yb[i % above + static_cast<long long>(i / above) * ldv] = 0;
+    using Pair = typename std::conditional<sizeof(T) == 8, double2, float2>::type;
+    static_assert(R * K <= 32, "a thread per row of the panel");
+    const int row = threadIdx.x;
+    if (row < mp) {
+        T y[32];
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-        const int cc = warp + k * W;
-        if (cc >= iw) continue;
-        // Y(:, cc) = V(:, 0:cc+1) T(0:cc+1, cc) (T upper triangular).
-        T y[R];
+        for (int cc = 0; cc < 32; ++cc) y[cc] = 0;
 #pragma unroll
-        for (int r = 0; r < R; ++r) y[r] = 0;
-        for (int l = 0; l <= cc; ++l) {
-            const T t = sT[l + 33 * cc];
+        for (int l = 0; l < 32; ++l) {
+            const T vl = l < iw ? sV[row + 32 * R * l] : T(0);  // columns past the panel: not staged
+            // T is upper triangular: columns from l (from l - 1 for an aligned pair: T(l, l-1) = 0).
 #pragma unroll
-            for (int r = 0; r < R; ++r) y[r] += sV[lane + 32 * r + 32 * R * l] * t;
+            for (int cc = l & ~1; cc < 32; cc += 2) {
+                const Pair t = *reinterpret_cast<const Pair*>(sTr + 32 * l + cc);
+                y[cc] += vl * t.x;
+                y[cc + 1] += vl * t.y;
+            }
         }
-        T* Yc = Y + b * vstride + static_cast<long long>(cc) * ldv;
-        for (int i = lane; i < above; i += 32) Yc[i] = 0;
+        T* Yr = Yb + above + row;
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const int row = lane + 32 * r;
-            if (row < mp) Yc[above + row] = y[r];
-        }
+        for (int cc = 0; cc < 32; ++cc)
+            if (cc < iw) Yr[static_cast<long long>(cc) * ldv] = y[cc];
     }
 }
 
