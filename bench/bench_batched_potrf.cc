@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "batched/cuda/kernels.hpp"
+#include "batched/cuda/potrf_registers.hpp"
 #include "bench/bench_common.hpp"
 #include "common/blas.hpp"
 #include "common/checks.hpp"
@@ -230,6 +231,18 @@ int main(int argc, char** argv) {
             const double res = worst_residual(uplo, work, pool);
             record("potrf", n, count, 0, uplo == 'L' ? "starfact_lower" : "starfact_upper", t, flops, floor,
                    uplo == 'L' ? tv : 0.0, {{"failed", fail}, {"residual", res}});
+        }
+
+        // The same on the strided entry (temporary: cuBLAS's strided batched gemm in the recursion).
+        for (char uplo : {'L', 'U'}) {
+            const double t = bench::time_on_device(reps, restore, [&] {
+                bc::potrf_strided<double>(launch, uplo == 'L' ? bc::Uplo::lower : bc::Uplo::upper, n, work.ptrs,
+                                          work.data, work.stride(), n, dinfo, count);
+            });
+            const int fail = nonzero(infos(dinfo, count));
+            const double res = worst_residual(uplo, work, pool);
+            record("potrf", n, count, 0, uplo == 'L' ? "starfact_lower_strided" : "starfact_upper_strided", t, flops,
+                   floor, uplo == 'L' ? tv : 0.0, {{"failed", fail}, {"residual", res}});
         }
 
         if (cpu) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "batched/cuda/kernels.hpp"
+#include "batched/cuda/potrf_registers.hpp"
 #include "common/blas.hpp"
 #include "cuda_test_support.hpp"
 #include "test_support.hpp"
@@ -143,15 +144,20 @@ protected:
     }
 
     /// Runs batched potrf on c and checks every matrix; stops after a few reported failures.
-    void factor_and_check(const Case<T>& c) {
+    /// strided: through potrf_strided (the batch is one array, matrix b at stride b * ld * n).
+    void factor_and_check(const Case<T>& c, bool strided = false) {
         const int count = static_cast<int>(c.A.size());
         DeviceBatch<T> d(c.A);
         DeviceBuffer<int> info(count);
         if (count > 0) {
             ASSERT_TRUE(cuda_ok(cudaMemset(info.get(), 0x5a, count * sizeof(int))));  // poison
         }
-        bc::potrf<T>(launch(bc::potrf_workspace<T>(c.n, count)), to_uplo(c.uplo), c.n, d.ptrs.get(), d.ld, info.get(),
-                     count);
+        if (strided)
+            bc::potrf_strided<T>(launch(bc::potrf_workspace<T>(c.n, count)), to_uplo(c.uplo), c.n, d.ptrs.get(),
+                                 d.data.get(), static_cast<long long>(d.stride()), d.ld, info.get(), count);
+        else
+            bc::potrf<T>(launch(bc::potrf_workspace<T>(c.n, count)), to_uplo(c.uplo), c.n, d.ptrs.get(), d.ld,
+                         info.get(), count);
         ASSERT_TRUE(this->sync());
         const auto F = d.download();
         const auto got = download_ints(info);
@@ -259,6 +265,37 @@ TYPED_TEST(BatchedPotrfCuda, SizesAgainstLapack) {
             planted(7, n, at, k);
             const auto c = make_case<T>(uplo, n, n + 3, 7, at, k, this->seed() + 1000ULL * n + uplo);
             this->factor_and_check(c);
+            if (this->HasFailure()) return;
+        }
+}
+
+// The strided entry (cuBLAS's strided batched gemms in the recursion): several levels of
+// recursion, both triangles, lda > n, planted failures, a NaN in one matrix, 300 matrices.
+TYPED_TEST(BatchedPotrfCuda, StridedEntry) {
+    using T = TypeParam;
+    std::mt19937_64 rng(this->seed());
+    for (char uplo : {'L', 'U'})
+        for (int n : {33, 65, 129, 255, 512}) {
+            SCOPED_TRACE(::testing::Message() << "uplo " << uplo << ", n " << n);
+            std::vector<int> at, k;
+            planted(7, n, at, k);
+            auto c = make_case<T>(uplo, n, n + 3, 7, at, k, this->seed() + 500ULL * n + uplo);
+            this->factor_and_check(c, true);
+            auto d = make_case<T>(uplo, n, n + 1, 7, {}, {}, this->seed() + 7ULL * n + uplo);
+            const int i = static_cast<int>(rng() % n), j = static_cast<int>(rng() % (i + 1));
+            auto& A = d.A[2];
+            if (uplo == 'L')
+                A(i, j) = nan<T>();
+            else
+                A(j, i) = nan<T>();
+            d.expected[2] = reference_potrf_info(uplo, A);
+            d.nan_planted[2] = true;
+            this->factor_and_check(d, true);
+            if (n == 129) {
+                std::vector<int> at3, k3;
+                planted(300, n, at3, k3);
+                this->factor_and_check(make_case<T>(uplo, n, n, 300, at3, k3, this->seed() + uplo), true);
+            }
             if (this->HasFailure()) return;
         }
 }

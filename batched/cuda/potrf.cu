@@ -429,200 +429,6 @@ void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const*
     detail::check_launch("potrf trsm leaf kernel");
 }
 
-// ---- Wide leaf triangular solve: k up to trsm_leaf_max(), 32-column blocks, left-looking ------
-
-/// The same solve as trsm_leaf_kernel for k > kCut in one launch: the blocks of kCut columns
-/// are solved one after another (forward for kTransL, backward else), each first updated by
-/// the blocks already solved (read back from X, which this thread has just written: L2 hits)
-/// times the panel of L beside its diagonal block (in dynamic shared memory, element (c, q) at
-/// c * kCut + q, q the block's column). This replaces the recursion's gemms inside a k-column
-/// solve, each of which read and wrote the whole m x k block once more.
-template <class T, bool kTransL, bool kStage, int kMinBlocks>
-__global__ void __launch_bounds__(kSolveRows, kMinBlocks) trsm_wide_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
-                                                               int k, const int* info, int count, int row_blocks) {
-    constexpr int K = kCut;
-    constexpr int LK = K + 1;
-    constexpr int R = kSolveRows;
-    constexpr int LX = R + 1;
-    __shared__ T sL[K * LK];
-    __shared__ T sD[K];
-    __shared__ T sX[kStage ? LX * K : 1];
-    extern __shared__ __align__(16) unsigned char wide_smem[];
-    T* sP = reinterpret_cast<T*>(wide_smem);
-
-    const int b = blockIdx.x / row_blocks;
-    const int row0 = (blockIdx.x % row_blocks) * R;
-    if (b >= count) return;
-    if (info != nullptr && info[b] != 0) return;  // uniform over the block
-    T* x = X[b];
-    const T* l = L[b];
-    const int tid = threadIdx.x;
-    const int row = row0 + tid;
-    const int nb = (k + K - 1) / K;
-
-    for (int s = 0; s < nb; ++s) {
-        const int jb = kTransL ? s : nb - 1 - s;
-        const int j0 = jb * K;
-        const int kj = min(K, k - j0);
-        const int c0 = kTransL ? 0 : j0 + K;         // first column of the solved blocks
-        const int nc = kTransL ? j0 : k - (j0 + K);  // their count
-        const int ncp = (nc + K - 1) / K * K;  // padded to whole chunks (zeros)
-        __syncthreads();  // the previous block's readers of sL, sD, sP and sX are done
-        for (int e = tid; e < K * K; e += R) {
-            const int i = lv.trans ? e / K : e % K;
-            const int j = lv.trans ? e % K : e / K;
-            const bool in = i < kj && j < kj && i >= j;
-            const T val = in ? l[lv.idx(j0 + i, j0 + j)] : T(i == j ? 1 : 0);
-            sL[i + j * LK] = val;
-            if (i == j) sD[i] = T(1) / val;
-        }
-        // Forward: P(c, q) = L(j0 + q, c); backward: P(c, q) = L(c0 + c, j0 + q). The index
-        // that runs along memory runs along the threads.
-        for (int e = tid; e < ncp * K; e += R) {
-            int c, q;
-            const bool q_fast = kTransL != lv.trans;
-            if (q_fast) {
-                q = e % K;
-                c = e / K;
-            } else {
-                c = e % ncp;
-                q = e / ncp;
-            }
-            T val = T(0);
-            if (c < nc && q < kj) val = kTransL ? l[lv.idx(j0 + q, c)] : l[lv.idx(c0 + c, j0 + q)];
-            sP[c * K + q] = val;
-        }
-        T xr[K];
-        if constexpr (kStage) {
-            for (int e = tid; e < R * K; e += R) {
-                const int i = xv.trans ? e / K : e % R;
-                const int j = xv.trans ? e % K : e / R;
-                const bool in = row0 + i < m && j < kj;
-                sX[i + j * LX] = in ? x[xv.idx(row0 + i, j0 + j)] : T(0);
-            }
-            __syncthreads();
-#pragma unroll
-            for (int j = 0; j < K; ++j) xr[j] = sX[tid + j * LX];
-        } else {
-            __syncthreads();
-#pragma unroll
-            for (int j = 0; j < K; ++j) xr[j] = (row < m && j < kj) ? x[xv.idx(row, j0 + j)] : T(0);
-        }
-
-        for (int cb = 0; cb < ncp; cb += K) {
-            if constexpr (kStage) {
-                __syncthreads();  // sX's last readers are done
-                for (int e = tid; e < R * K; e += R) {
-                    const int i = xv.trans ? e / K : e % R;
-                    const int j = xv.trans ? e % K : e / R;
-                    const bool in = row0 + i < m && cb + j < nc;
-                    sX[i + j * LX] = in ? x[xv.idx(row0 + i, c0 + cb + j)] : T(0);
-                }
-                __syncthreads();
-            }
-#pragma unroll 2
-            for (int c = 0; c < K; ++c) {
-                T t;
-                if constexpr (kStage)
-                    t = sX[tid + c * LX];
-                else
-                    t = (row < m && cb + c < nc) ? x[xv.idx(row, c0 + cb + c)] : T(0);
-                const T* p = sP + (cb + c) * K;
-#pragma unroll
-                for (int q = 0; q < K; ++q) xr[q] -= t * p[q];
-            }
-        }
-
-        if constexpr (kTransL) {
-#pragma unroll
-            for (int j = 0; j < K; ++j) {
-                xr[j] *= sD[j];
-#pragma unroll
-                for (int q = j + 1; q < K; ++q) xr[q] -= xr[j] * sL[q + j * LK];
-            }
-        } else {
-#pragma unroll
-            for (int j = K - 1; j >= 0; --j) {
-                xr[j] *= sD[j];
-#pragma unroll
-                for (int q = 0; q < j; ++q) xr[q] -= xr[j] * sL[j + q * LK];
-            }
-        }
-
-        if constexpr (kStage) {
-            __syncthreads();
-#pragma unroll
-            for (int j = 0; j < K; ++j) sX[tid + j * LX] = xr[j];
-            __syncthreads();
-            for (int e = tid; e < R * K; e += R) {
-                const int i = xv.trans ? e / K : e % R;
-                const int j = xv.trans ? e % K : e / R;
-                if (row0 + i < m && j < kj) x[xv.idx(row0 + i, j0 + j)] = sX[i + j * LX];
-            }
-        } else {
-            if (row < m) {
-#pragma unroll
-                for (int j = 0; j < K; ++j)
-                    if (j < kj) x[xv.idx(row, j0 + j)] = xr[j];
-            }
-        }
-    }
-}
-
-/// Widest k of the leaf solve and whether the wide kernel's registers are capped for 6 blocks
-/// per SM (temporary switch STARFACT_BATCHED_POTRF_LEAF=old|32|64|128|256, suffix "r": not
-/// capped; read once per process; "old": trsm_leaf_kernel up to kCut). To be removed after the
-/// H100 measurement.
-struct LeafChoice {
-    int max = 128;
-    bool capped = true;
-};
-LeafChoice leaf_choice() {
-    static const LeafChoice v = [] {
-        LeafChoice c;
-        const char* s = std::getenv("STARFACT_BATCHED_POTRF_LEAF");
-        if (s == nullptr) return c;
-        if (std::strcmp(s, "old") == 0) {
-            c.max = -1;
-            return c;
-        }
-        const int w = std::atoi(s);
-        if (w == 32 || w == 64 || w == 128 || w == 256) c.max = w;
-        c.capped = std::strchr(s, 'r') == nullptr;
-        return c;
-    }();
-    return v;
-}
-int trsm_leaf_max() { return leaf_choice().max; }
-
-template <class T, bool kTransL, bool kStage>
-void launch_trsm_wide_as(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
-                         const int* info, int count) {
-    const int row_blocks = detail::ceil_div(m, kSolveRows);
-    const auto blocks = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
-    const std::size_t shared =
-        sizeof(T) * static_cast<std::size_t>(kCut) * static_cast<std::size_t>(detail::ceil_div(k, kCut) - 1) * kCut;
-    if (leaf_choice().capped) {
-        if (shared > 48 * 1024) detail::opt_in_shared(trsm_wide_kernel<T, kTransL, kStage, 6>, "potrf wide trsm leaf");
-        trsm_wide_kernel<T, kTransL, kStage, 6>
-            <<<blocks, kSolveRows, shared, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
-    } else {
-        if (shared > 48 * 1024) detail::opt_in_shared(trsm_wide_kernel<T, kTransL, kStage, 1>, "potrf wide trsm leaf");
-        trsm_wide_kernel<T, kTransL, kStage, 1>
-            <<<blocks, kSolveRows, shared, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
-    }
-    detail::check_launch("potrf wide trsm leaf kernel");
-}
-
-template <class T, bool kTransL>
-void launch_trsm_wide(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
-                      const int* info, int count) {
-    if (xv.trans)
-        launch_trsm_wide_as<T, kTransL, true>(stream, X, xv, L, lv, m, k, info, count);
-    else
-        launch_trsm_wide_as<T, kTransL, false>(stream, X, xv, L, lv, m, k, info, count);
-}
-
 // ---- Symmetric update of the diagonal blocks: C_tt <- C_tt - A_t A_t^T (lower part) ---------
 
 /// C is n x n (view cv, only its 32 x 32 diagonal blocks), A is n x k (view av); one block per
@@ -796,6 +602,30 @@ cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperat
     return cublasSgemmBatched(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, count);
 }
 
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const double* alpha, const double* A, int lda, const double* B, int ldb,
+                            const double* beta, double* C, int ldc, long long stride, int count) {
+    return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, stride, B, ldb, stride, beta, C, ldc, stride,
+                                     count);
+}
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const float* alpha, const float* A, int lda, const float* B, int ldb, const float* beta,
+                            float* C, int ldc, long long stride, int count) {
+    return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, stride, B, ldb, stride, beta, C, ldc, stride,
+                                     count);
+}
+
+/// Temporary (STARFACT_BATCHED_POTRF_STRIDED_GROUPS=loop, read once per process): with a
+/// strided batch, a group of same-shape gemms goes to one strided call per gemm instead of
+/// one pointer-array call for the group.
+bool strided_groups_loop() {
+    static const bool v = [] {
+        const char* s = std::getenv("STARFACT_BATCHED_POTRF_STRIDED_GROUPS");
+        return s != nullptr && std::strcmp(s, "loop") == 0;
+    }();
+    return v;
+}
+
 /// Host pointer mode for alpha and beta while it lives; the caller's mode is restored.
 class HostPointerMode {
 public:
@@ -876,7 +706,7 @@ public:
         planning_ = false;
         if (static_cast<int>(plan_.size()) > slots_)
             throw std::logic_error("batched potrf: fewer gemm pointer slots than gemms");
-        write_pointers();
+        if (sbase_ == nullptr || !strided_groups_loop()) write_pointers();
         next_ = 0;
         walk(*this);
     }
@@ -900,6 +730,26 @@ public:
             plan_.insert(plan_.end(), job, job + jobs);
             return;
         }
+        auto op = [](const View& v, bool tr) { return v.trans != tr ? CUBLAS_OP_T : CUBLAS_OP_N; };
+        const T minus_one = T(-1), one = T(1);
+        if (sbase_ != nullptr && (jobs == 1 || strided_groups_loop())) {
+            // Every matrix of the walk is sbase_ + b * sstride_: one strided batched gemm per job.
+            next_ += jobs;
+            for (int g = 0; g < jobs; ++g) {
+                const T* a0 = sbase_ + job[g].oa;
+                const T* b0 = sbase_ + job[g].ob;
+                T* c0 = sbase_ + job[g].oc;
+                if (!c.trans)
+                    detail::check(gemm_strided(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, a0,
+                                               a.ld, b0, bv.ld, &one, c0, c.ld, sstride_, count_),
+                                  "cublas gemmStridedBatched");
+                else
+                    detail::check(gemm_strided(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, b0,
+                                               bv.ld, a0, a.ld, &one, c0, c.ld, sstride_, count_),
+                                  "cublas gemmStridedBatched");
+            }
+            return;
+        }
         const std::size_t o = static_cast<std::size_t>(next_) * count_;
         next_ += jobs;
         const int problems = jobs * count_;
@@ -907,8 +757,6 @@ public:
         const T** pb = pb_ + o;
         T** pc = pc_ + o;
         // The operand wanted is V (tr false) or V^T; memory holds V or V^T (trans).
-        auto op = [](const View& v, bool tr) { return v.trans != tr ? CUBLAS_OP_T : CUBLAS_OP_N; };
-        const T minus_one = T(-1), one = T(1);
         if (!c.trans)
             detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa, a.ld, pb,
                                        bv.ld, &one, pc, c.ld, problems),
@@ -922,19 +770,12 @@ public:
     /// X (m x k) <- X L^{-T} (trans_l) or X L^{-1}; L k x k lower.
     void trsm(bool trans_l, T* const* Xp, View x, const T* const* Lp, View l, int m, int k, const int* info) {
         if (m <= 0 || k <= 0) return;
-        const int wide = trsm_leaf_max();
-        if (k <= (wide < 0 ? kCut : wide)) {
+        if (k <= kCut) {
             if (planning_) return;
-            if (wide < 0) {
-                if (trans_l)
-                    launch_trsm_leaf<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
-                else
-                    launch_trsm_leaf<T, false>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
-            } else if (trans_l) {
-                launch_trsm_wide<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
-            } else {
-                launch_trsm_wide<T, false>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
-            }
+            if (trans_l)
+                launch_trsm_leaf<T, true>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
+            else
+                launch_trsm_leaf<T, false>(launch_.stream, Xp, x, Lp, l, m, k, info, count_);
             return;
         }
         const int k1 = split(k), k2 = k - k1;
@@ -1036,6 +877,16 @@ private:
         }
     }
 
+public:
+    /// Temporary: the walk's matrices are base + b * stride (potrf_strided).
+    void set_strided(T* base, long long stride) {
+        sbase_ = base;
+        sstride_ = stride;
+    }
+
+private:
+    T* sbase_ = nullptr;
+    long long sstride_ = 0;
     const Launch& launch_;
     int count_;
     int* info_;
@@ -1173,6 +1024,18 @@ void potrf(const Launch& launch, Uplo uplo, int n, T* const* A, int lda, int* in
 }
 
 template <class T>
+void potrf_strided(const Launch& launch, Uplo uplo, int n, T* const* A, T* base, long long stride, int lda, int* info,
+                   int count) {
+    if (count <= 0) return;
+    if (n <= kLeafMax) return potrf<T>(launch, uplo, n, A, lda, info, count);
+    const View v = make_view(lda, uplo == Uplo::upper);
+    HostPointerMode mode(launch.cublas);
+    Batch<T> batch(launch, count, info, potrf_slots<T>(n));
+    batch.set_strided(base, stride);
+    batch.run(PotrfWalk<T>{A, v, n});
+}
+
+template <class T>
 void vpotrf_registers(const Launch& launch, Uplo uplo, int nmax, const int* n, T* const* A, const int* lda, int* info,
                       int count) {
     if (count <= 0) return;
@@ -1214,6 +1077,8 @@ template std::size_t potrf_workspace<float>(int, int);
 template std::size_t potrf_workspace<double>(int, int);
 template void potrf<float>(const Launch&, Uplo, int, float* const*, int, int*, int);
 template void potrf<double>(const Launch&, Uplo, int, double* const*, int, int*, int);
+template void potrf_strided<float>(const Launch&, Uplo, int, float* const*, float*, long long, int, int*, int);
+template void potrf_strided<double>(const Launch&, Uplo, int, double* const*, double*, long long, int, int*, int);
 template void vpotrf_registers<float>(const Launch&, Uplo, int, const int*, float* const*, const int*, int*, int);
 template void vpotrf_registers<double>(const Launch&, Uplo, int, const int*, double* const*, const int*, int*, int);
 template std::size_t potrs_workspace<float>(int, int, int);
