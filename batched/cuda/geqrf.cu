@@ -648,7 +648,8 @@ template <class T, int R, int K>
 void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
                       int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
     const std::size_t smem = Y != nullptr ? sizeof(T) * 32 * R * 32 : 0;
-    if (smem > 48 * 1024) detail::opt_in_shared(reg_panel_kernel<T, R, K>, "geqrf register panel shared memory");
+    // With the static arrays (sTr among them) the total passes 48 KiB already at R = 4 in double.
+    if (smem > 0) detail::opt_in_shared(reg_panel_kernel<T, R, K>, "geqrf register panel shared memory");
     reg_panel_kernel<T, R, K><<<count, 32 * (32 / K), smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv,
                                                                              vstride, above, Tm, tstride, Y);
     detail::check_launch("geqrf register panel");
