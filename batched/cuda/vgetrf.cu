@@ -18,8 +18,13 @@
 //   leading dimension). The panel's interchanges are folded into one list of (source row,
 //   destination row) pairs, at most 2w, written to the workspace.
 // - swap kernel, one thread block per (matrix, 32 columns): the list is applied to the columns
-//   outside the panel, every row at once (gather into shared memory, scatter back), and on the
-//   columns right of the panel U12 = L11^{-1} A12 (lane r holds row r, shuffles).
+//   right of the panel, every row at once (gather into shared memory, scatter back), and there
+//   U12 = L11^{-1} A12 (lane r holds row r, shuffles). The columns left of the panel get the
+//   interchanges of every later step at the end, in one pass per matrix (left swaps kernel;
+//   when its shared memory, 2 nmax ints and 8 columns of nmax, does not fit, the swap kernel
+//   applies them at every step instead): in column-major storage a row interchange touches one
+//   element per column, a sector each, and applying them step by step on the left cost
+//   about as much as on the right.
 // - update kernel, one thread block per (matrix, 64 x 64 tile of the trailing matrix):
 //   A22 -= A21 U12 with k = w, both operands staged in shared memory, 4 x 4 per thread.
 // Blocks of matrices that are not at this step, or have no rows or columns there, return at
@@ -66,6 +71,12 @@ constexpr int kSwapCols = kTuning.swap_cols;
 constexpr int kTile = kTuning.tile;
 constexpr int kUpdateThreads = kTuning.update_threads;
 constexpr int kSolveCols = kTuning.solve_cols;
+constexpr int kLeftThreads = 256;  // threads of the final interchanges on L
+
+/// Bytes of the final interchange kernel's index arrays (2 nmax ints, rounded up to 16).
+__host__ __device__ constexpr std::size_t left_ints_bytes(int nmax) {
+    return (2 * static_cast<std::size_t>(nmax) * sizeof(int) + 15) / 16 * 16;
+}
 
 /// Per matrix in the workspace: the number of moved rows, then 2K sources, then 2K
 /// destinations (rows relative to c0).
@@ -213,14 +224,17 @@ __global__ void __launch_bounds__(NT)
 
 // ---- Interchanges outside the panel, and U12 ----------------------------------------------
 
+/// left: also the columns left of the panel (else they are left to vgetrf_left_swaps_kernel).
 template <class T>
-__global__ void __launch_bounds__(kSwapThreads)
-    vgetrf_swap_kernel(T* const* A, const int* n, const int* lda, const int* swaps, Schedule s, int nmax, int step) {
+__global__ void __launch_bounds__(kSwapThreads) vgetrf_swap_kernel(T* const* A, const int* n, const int* lda,
+                                                                  const int* swaps, Schedule s, int nmax, int step,
+                                                                  bool left) {
     const int b = blockIdx.x;
     int nb = 0, c0 = 0;
     if (!locate(n, b, s, nmax, step, nb, c0)) return;
     const int col0 = static_cast<int>(blockIdx.y) * K;
     if (col0 == c0 || col0 >= nb) return;  // the panel itself, or past the matrix
+    if (col0 < c0 && !left) return;
     const int nc = min(K, nb - col0);
     const int w = min(K, nb - c0);
     const int ld = lda[b];
@@ -274,6 +288,55 @@ __global__ void __launch_bounds__(kSwapThreads)
     for (int c = 0; c < kSwapCols; ++c) {
         const int cc = v * kSwapCols + c;
         if (r < w && cc < nc) a[idx(c0 + r, col0 + cc, ld)] = x[c];
+    }
+}
+
+// ---- Interchanges of later steps on the columns of L, at the end ---------------------------
+
+/// One block of kLeftThreads threads per matrix: from the second-to-last column block back,
+/// perm[r] (r >= J, J the first row of the next block) becomes the row whose value ends at
+/// position r after the interchanges of rows J .. n-1 (composed with those of the next block
+/// one step at a time), and every column of the block is permuted through a per-warp copy in
+/// shared memory (reads and writes along the column). Dynamic shared memory: 2 nmax ints, then
+/// kLeftThreads / 32 columns of nmax elements.
+template <class T>
+__global__ void __launch_bounds__(kLeftThreads)
+    vgetrf_left_swaps_kernel(T* const* A, const int* n, const int* lda, const int* const* ipiv, int nmax) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const int b = blockIdx.x;
+    const int nb = n[b];
+    if (nb <= K) return;
+    int* perm = reinterpret_cast<int*>(smem_raw);
+    int* next = perm + nmax;
+    T* buf = reinterpret_cast<T*>(smem_raw + left_ints_bytes(nmax)) + static_cast<long long>(threadIdx.x / 32) * nmax;
+    const int ld = lda[b];
+    const int* piv = ipiv[b];
+    T* a = A[b];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    constexpr int kWarps = kLeftThreads / 32;
+    for (int r = threadIdx.x; r < nb; r += kLeftThreads) perm[r] = r;
+    for (int J = (nb - 1) / K * K; J > 0; J -= K) {  // J: first row of the block after columns J-K .. J-1
+        for (int r = J + threadIdx.x; r < nb; r += kLeftThreads) next[r] = r;
+        __syncthreads();
+        if (threadIdx.x == 0)  // the interchanges of rows J .. J+K-1, in order
+            for (int i = J; i < min(nb, J + K); ++i) {
+                const int q = piv[i] - 1;
+                const int t = next[i];
+                next[i] = next[q];
+                next[q] = t;
+            }
+        __syncthreads();
+        for (int r = J + threadIdx.x; r < nb; r += kLeftThreads) perm[r] = next[perm[r]];
+        __syncthreads();
+        for (int c = J - K + warp; c < J; c += kWarps) {
+            T* col = a + static_cast<long long>(c) * ld;
+            for (int r = J + lane; r < nb; r += 32) buf[r - J] = col[r];
+            __syncwarp();
+            for (int r = J + lane; r < nb; r += 32)
+                if (perm[r] != r) col[r] = buf[perm[r] - J];
+            __syncwarp();
+        }
+        __syncthreads();
     }
 }
 
@@ -523,6 +586,10 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
     detail::check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                   "vgetrf shared memory limit");
     const int limit = std::min(kTuning.smem_panel_bytes, optin - 1024);
+    // The interchanges on the columns left of each step's panel are applied once at the end when
+    // the final kernel's shared memory fits (else by the swap kernel at every step).
+    const std::size_t left_bytes = left_ints_bytes(nmax) + sizeof(T) * static_cast<std::size_t>(nmax) * (kLeftThreads / 32);
+    const bool defer_left = left_bytes <= static_cast<std::size_t>(optin - 1024);
     for (int step = 0; step < steps; ++step) {
         const int rows = panel_rows(schedule, nmax, step);
         const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(rows) * K;
@@ -544,7 +611,8 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
         // step may have nmax columns (under dsse as well).
         const dim3 sgrid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(nmax, K)));
         if (sgrid.y > 1) {
-            vgetrf_swap_kernel<T><<<sgrid, kSwapThreads, 0, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
+            vgetrf_swap_kernel<T>
+                <<<sgrid, kSwapThreads, 0, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step, !defer_left);
             detail::check_launch("vgetrf swap kernel");
         }
         const int trailing = rows - K;
@@ -553,6 +621,15 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
         const dim3 ugrid(static_cast<unsigned>(count), tiles, tiles);
         vgetrf_update_kernel<T><<<ugrid, kUpdateThreads, 0, launch.stream>>>(A, n, lda, schedule, nmax, step);
         detail::check_launch("vgetrf update kernel");
+    }
+    if (defer_left && steps > 1) {
+        if (left_bytes > 48 * 1024)
+            detail::check(cudaFuncSetAttribute(vgetrf_left_swaps_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(left_bytes)),
+                          "vgetrf left interchanges shared memory");
+        vgetrf_left_swaps_kernel<T>
+            <<<static_cast<unsigned>(count), kLeftThreads, left_bytes, launch.stream>>>(A, n, lda, ipiv, nmax);
+        detail::check_launch("vgetrf left interchanges kernel");
     }
 }
 
