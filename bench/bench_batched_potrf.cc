@@ -19,7 +19,6 @@
 #include <nlohmann/json.hpp>
 
 #include "batched/cuda/kernels.hpp"
-#include "batched/cuda/potrf_registers.hpp"
 #include "bench/bench_common.hpp"
 #include "common/blas.hpp"
 #include "common/checks.hpp"
@@ -233,7 +232,7 @@ int main(int argc, char** argv) {
                    uplo == 'L' ? tv : 0.0, {{"failed", fail}, {"residual", res}});
         }
 
-        // The same on the strided entry (temporary: cuBLAS's strided batched gemm in the recursion).
+        // The same through potrf_strided (the batch is one array: cuBLAS's strided batched gemms).
         for (char uplo : {'L', 'U'}) {
             const double t = bench::time_on_device(reps, restore, [&] {
                 bc::potrf_strided<double>(launch, uplo == 'L' ? bc::Uplo::lower : bc::Uplo::upper, n, work.ptrs,

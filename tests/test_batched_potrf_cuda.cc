@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "batched/cuda/kernels.hpp"
-#include "batched/cuda/potrf_registers.hpp"
 #include "common/blas.hpp"
 #include "cuda_test_support.hpp"
 #include "test_support.hpp"
@@ -144,7 +143,7 @@ protected:
     }
 
     /// Runs batched potrf on c and checks every matrix; stops after a few reported failures.
-    /// strided: through potrf_strided (the batch is one array, matrix b at stride b * ld * n).
+    /// strided: through potrf_strided (the batch is one array, matrix b at b * ld * n).
     void factor_and_check(const Case<T>& c, bool strided = false) {
         const int count = static_cast<int>(c.A.size());
         DeviceBatch<T> d(c.A);

@@ -17,6 +17,10 @@
 // only their named triangle. The upper case is the lower one read through transposed indices:
 // every kernel and gemm takes a View that maps (i, j) of the lower factor L = U^T to memory.
 //
+// potrf_strided (a batch in one array at a fixed stride) runs the same walk with the single
+// gemms as cuBLAS strided batched gemms (no pointer arrays; at 2000 x 512 on the H100 0.6%
+// faster lower, 2.5% upper).
+//
 // A matrix whose leading minor fails keeps its info from the leaf that saw it; the later leaves
 // and solves skip it (the batched gemms still touch its trailing part, which LAPACK leaves
 // undefined too). Its leading (info-1) x (info-1) factor is final.
@@ -603,8 +607,8 @@ cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperat
 }
 
 cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const double* alpha, const double* A, int lda, const double* B, int ldb,
-                            const double* beta, double* C, int ldc, long long stride, int count) {
+                            const double* alpha, const double* A, int lda, const double* B, int ldb, const double* beta,
+                            double* C, int ldc, long long stride, int count) {
     return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, stride, B, ldb, stride, beta, C, ldc, stride,
                                      count);
 }
@@ -613,17 +617,6 @@ cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             float* C, int ldc, long long stride, int count) {
     return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, stride, B, ldb, stride, beta, C, ldc, stride,
                                      count);
-}
-
-/// Temporary (STARFACT_BATCHED_POTRF_STRIDED_GROUPS=loop, read once per process): with a
-/// strided batch, a group of same-shape gemms goes to one strided call per gemm instead of
-/// one pointer-array call for the group.
-bool strided_groups_loop() {
-    static const bool v = [] {
-        const char* s = std::getenv("STARFACT_BATCHED_POTRF_STRIDED_GROUPS");
-        return s != nullptr && std::strcmp(s, "loop") == 0;
-    }();
-    return v;
 }
 
 /// Host pointer mode for alpha and beta while it lives; the caller's mode is restored.
@@ -706,7 +699,7 @@ public:
         planning_ = false;
         if (static_cast<int>(plan_.size()) > slots_)
             throw std::logic_error("batched potrf: fewer gemm pointer slots than gemms");
-        if (sbase_ == nullptr || !strided_groups_loop()) write_pointers();
+        write_pointers();
         next_ = 0;
         walk(*this);
     }
@@ -730,24 +723,26 @@ public:
             plan_.insert(plan_.end(), job, job + jobs);
             return;
         }
+        // The operand wanted is V (tr false) or V^T; memory holds V or V^T (trans).
         auto op = [](const View& v, bool tr) { return v.trans != tr ? CUBLAS_OP_T : CUBLAS_OP_N; };
         const T minus_one = T(-1), one = T(1);
-        if (sbase_ != nullptr && (jobs == 1 || strided_groups_loop())) {
-            // Every matrix of the walk is sbase_ + b * sstride_: one strided batched gemm per job.
-            next_ += jobs;
-            for (int g = 0; g < jobs; ++g) {
-                const T* a0 = sbase_ + job[g].oa;
-                const T* b0 = sbase_ + job[g].ob;
-                T* c0 = sbase_ + job[g].oc;
-                if (!c.trans)
-                    detail::check(gemm_strided(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, a0,
-                                               a.ld, b0, bv.ld, &one, c0, c.ld, sstride_, count_),
-                                  "cublas gemmStridedBatched");
-                else
-                    detail::check(gemm_strided(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, b0,
-                                               bv.ld, a0, a.ld, &one, c0, c.ld, sstride_, count_),
-                                  "cublas gemmStridedBatched");
-            }
+        if (sbase_ != nullptr && jobs == 1) {
+            // Every matrix of the walk is sbase_ + b * sstride_: cuBLAS's strided batched gemm.
+            // (A group of gemms stays one pointer-array call: one strided call per gemm of the
+            // group measured 9.68 against 9.65-9.67 ms at 2000 x 512 lower, file
+            // bench/results/2026-11-23-h100-bchol2-call2-potrf.jsonl.)
+            ++next_;
+            const T* a0 = sbase_ + job->oa;
+            const T* b0 = sbase_ + job->ob;
+            T* c0 = sbase_ + job->oc;
+            if (!c.trans)
+                detail::check(gemm_strided(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, a0, a.ld,
+                                           b0, bv.ld, &one, c0, c.ld, sstride_, count_),
+                              "cublas gemmStridedBatched");
+            else
+                detail::check(gemm_strided(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, b0,
+                                           bv.ld, a0, a.ld, &one, c0, c.ld, sstride_, count_),
+                              "cublas gemmStridedBatched");
             return;
         }
         const std::size_t o = static_cast<std::size_t>(next_) * count_;
@@ -756,7 +751,6 @@ public:
         const T** pa = pa_ + o;
         const T** pb = pb_ + o;
         T** pc = pc_ + o;
-        // The operand wanted is V (tr false) or V^T; memory holds V or V^T (trans).
         if (!c.trans)
             detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa, a.ld, pb,
                                        bv.ld, &one, pc, c.ld, problems),
@@ -878,7 +872,7 @@ private:
     }
 
 public:
-    /// Temporary: the walk's matrices are base + b * stride (potrf_strided).
+    /// The walk's matrices are base + b * stride (potrf_strided): single gemms go strided.
     void set_strided(T* base, long long stride) {
         sbase_ = base;
         sstride_ = stride;

@@ -17,11 +17,4 @@ template <class T>
 void vpotrf_registers(const Launch& launch, Uplo uplo, int nmax, const int* n, T* const* A, const int* lda, int* info,
                       int count);
 
-/// potrf (kernels.hpp) on a strided batch: A[b] == base + b * stride for every b (the caller's
-/// promise), so that the recursion's gemms can go to cuBLAS's strided batched gemm instead of
-/// its pointer-array one. Temporary, to measure that on the H100 (bench_batched_potrf).
-template <class T>
-void potrf_strided(const Launch& launch, Uplo uplo, int n, T* const* A, T* base, long long stride, int lda, int* info,
-                   int count);
-
 }  // namespace starfact::batched::cuda
