@@ -216,8 +216,9 @@ void potrf_cuda(void* buffers[], void* cl_arg) noexcept {
         const auto A = slice<T>(buffers[0]);
         const CudaTask t(A.count, 1, cuda::potrf_workspace<T>(a.n, A.count));
         if (!t.ok) return;
-        cuda::potrf<T>(t.launch, kernel_uplo(a.uplo), a.n, t.pointers(0, A), a.lda, slice<int>(buffers[1]).base,
-                       A.count);
+        // The slice is one array at a fixed stride: the recursion's single gemms go strided.
+        cuda::potrf_strided<T>(t.launch, kernel_uplo(a.uplo), a.n, t.pointers(0, A), A.base, A.stride, a.lda,
+                               slice<int>(buffers[1]).base, A.count);
     });
 }
 

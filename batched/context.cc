@@ -199,7 +199,7 @@ void potrf(Context& ctx, Uplo uplo, int n, T* A, int lda, long long strideA, int
     detail::check(p);
     if (detail::nothing_to_do(p)) return zero_device_info(ctx, info, count);
     const Work w(ctx, count, 1, cuda::potrf_workspace<T>(n, count));
-    cuda::potrf<T>(w.launch, kernel_uplo(uplo), n, w.pointers(0, A, strideA), lda, info, count);
+    cuda::potrf_strided<T>(w.launch, kernel_uplo(uplo), n, w.pointers(0, A, strideA), A, strideA, lda, info, count);
 }
 
 template <class T>
