@@ -54,7 +54,10 @@ int run_lu(Op op, const FactorOptions& o, const FileInputs<T>& in) {
     config["nb"] = nb;
     config["ib"] = ib;
     config["schedule"] = o.schedule;
-    const bool trtri = o.trtri == "on" || (o.trtri == "auto" && rt.ncuda() > 0);
+    // auto: the trtri variant on square matrices with a CUDA worker only. On tall ones its
+    // products by inverted L blocks lose accuracy (H100, 12000 x 6000, nb 1024: transformation
+    // residual 61-260 for ib 256-1024 against 28 with the solves, docs/accuracy.md).
+    const bool trtri = o.trtri == "on" || (o.trtri == "auto" && rt.ncuda() > 0 && m == n);
     config["trtri"] = trtri;
     config["seed"] = seed;
     add_file_config(config, o);
@@ -181,9 +184,9 @@ void add_command(CLI::App& app, Run& run, Op op) {
         ->check(CLI::IsMember({"dynamic", "static-rl", "static-ll", "static-bfll"}))
         ->capture_default_str();
     cmd->add_option("--trtri", opts->trtri,
-                    "The paper's trtri + gemm variant: TSTRF also stores the inverses of its L1 blocks, GESSM\n"
-                    "reads an inverted copy of the diagonal L, and the kernels multiply instead of solving\n"
-                    "(auto: on when there is a CUDA worker)")
+                    "The paper's trtri + gemm variant: TSTRF also stores the inverses of its L1 blocks and\n"
+                    "SSSSM multiplies by them instead of solving (auto: on for square matrices when there is a\n"
+                    "CUDA worker; tall ones lose accuracy with it)")
         ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
     add_file_options(*cmd, *opts, op == Op::Gesv ? FileUse::Solve : FileUse::Matrix);
