@@ -5,7 +5,9 @@
 // (launches are sized for it; the blocks of smaller matrices leave early) and trusts
 // n[b] <= nmax, lda[b] >= max(1, n[b]) (the API in batched/vbatched.hpp checks them).
 //
-// The factorization goes by steps of kVBlock columns. At step s a matrix factors its diagonal
+// The factorization goes by steps of kVBlock columns (batches of small matrices are factored in
+// one pass instead, by the fixed-size register kernels: orders up to 32 for vpotrf and vgetrf,
+// shapes up to 64 x 32 for vgeqrf). At step s a matrix factors its diagonal
 // block (left-looking: the block minus the product of the rows already factored), then the
 // rows below it (the same update, then a triangular solve with the new diagonal block); one
 // launch of each kind per step serves the whole batch, ceil(nmax / kVBlock) steps in all.
@@ -62,7 +64,8 @@ template <class T>
 std::size_t vgetrf_workspace(int nmax, int count);
 
 /// A[b] = P L U with partial pivoting (L unit lower, overwrites the leading n[b] x n[b] block of
-/// A[b] as LAPACK's getrf), for every b < count, by steps of kVBlock columns (vgetrf.cu).
+/// A[b] as LAPACK's getrf), for every b < count: with nmax <= 32 in one pass by the fixed-size
+/// register kernel (both schedules the same launch), else by steps of kVBlock columns (vgetrf.cu).
 /// ipiv: count device pointers, ipiv[b] to n[b] ints (1-based, LAPACK's). info[b] (written for
 /// every b): 0, or the first k with U(k,k) exactly zero; the factorization still completes.
 /// A NaN is taken as a pivot only when nothing but zeros and NaNs is left in its column; it
@@ -109,7 +112,8 @@ template <class T>
 std::size_t vgeqrf_workspace(int count);
 
 /// A[b] = Q R (LAPACK's geqrf: R on and above the diagonal, the reflectors below it, tau[b] their
-/// min(m[b], n[b]) scalars, LAPACK's larfg conventions) for every b < count, by steps of kVBlock
+/// min(m[b], n[b]) scalars, LAPACK's larfg conventions) for every b < count. Batches of matrices
+/// up to 64 x 32 go to the fixed-size one-pass small kernel (geqrf.cu); others by steps of kVBlock
 /// columns with the schedule counted on k = min(m, n): a panel kernel per step (one thread
 /// block per matrix: the panel's reflectors and its T), then an update kernel (one thread block
 /// per matrix and 32 trailing columns: C -= V (T^T (V^T C))). m, n, lda: device arrays; the
