@@ -46,12 +46,15 @@ std::size_t rounded(std::size_t bytes) {
 
 void* acquire(std::size_t bytes) {
     Pool& p = pool();
+    const std::size_t size = rounded(bytes);
     {
         std::lock_guard<std::mutex> lock(p.mutex);
+        // The smallest kept buffer that holds the request and is at most twice its rounded size
+        // (so a small request takes a small buffer, never a large one it would waste).
         auto best = p.kept.end();
         for (auto it = p.kept.begin(); it != p.kept.end(); ++it) {
             const std::size_t s = p.sizes[*it];
-            if (s >= bytes && s / 2 <= bytes && (best == p.kept.end() || s < p.sizes[*best])) best = it;
+            if (s >= bytes && s / 2 <= size && (best == p.kept.end() || s < p.sizes[*best])) best = it;
         }
         if (best != p.kept.end()) {
             void* b = *best;
@@ -60,7 +63,6 @@ void* acquire(std::size_t bytes) {
             return b;
         }
     }
-    const std::size_t size = rounded(bytes);
     void* b = nullptr;
     if (starpu_malloc_flags(&b, size, STARPU_MALLOC_PINNED) != 0 || b == nullptr)
         throw RuntimeError(fmt::format("cannot allocate {} bytes of host memory", size));

@@ -8,8 +8,9 @@
 
 namespace starfact::host_pool {
 
-/// A buffer of at least `bytes` bytes (>= 1): a kept one when one is large enough and not more
-/// than twice as large, else a new one. Throws RuntimeError when the allocation fails.
+/// A buffer of at least `bytes` bytes (>= 1): a kept one when one is large enough and at most
+/// twice the request rounded up to 2 MiB, else a new one of that rounded size. Throws
+/// RuntimeError when the allocation fails.
 void* acquire(std::size_t bytes);
 
 /// Gives back a buffer from acquire (`p` null: nothing). It is kept for later calls while the

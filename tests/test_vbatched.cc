@@ -763,15 +763,28 @@ TEST_F(HostPool, KeepsBuffersForTheNextCallAndEmptiesAtShutdown) {
     EXPECT_EQ(b, a);
     EXPECT_EQ(host_pool::kept_bytes(), 0u);
     host_pool::release(b);
-    // A larger request, or one under half its size, gets a new buffer; the kept one stays.
+    // A larger request gets a new buffer and the kept one stays; a small one (sizes are rounded
+    // up to 2 MiB) takes the kept 4 MiB buffer, so calls with tiny placeholder buffers do not
+    // pile up new ones.
     void* c = host_pool::acquire(16 * mib);
     EXPECT_NE(c, a);
+    EXPECT_GE(host_pool::kept_bytes(), 3 * mib);
     void* d = host_pool::acquire(1);
-    EXPECT_NE(d, a);
+    EXPECT_EQ(d, a);
+    void* e = host_pool::acquire(1);  // nothing kept is left that fits: a new 2 MiB buffer
+    EXPECT_NE(e, a);
+    EXPECT_NE(e, c);
     host_pool::release(c);
     host_pool::release(d);
+    host_pool::release(e);
     host_pool::release(nullptr);  // nothing
-    EXPECT_GE(host_pool::kept_bytes(), 19 * mib);
+    const std::size_t kept = host_pool::kept_bytes();
+    EXPECT_GE(kept, 21 * mib);
+    // A tiny request takes the 2 MiB buffer, not the 4 or 16 MiB ones.
+    void* f = host_pool::acquire(100);
+    EXPECT_EQ(f, e);
+    host_pool::release(f);
+    EXPECT_EQ(host_pool::kept_bytes(), kept);
     // A tasks call packs into kept buffers and gives them back.
     const std::vector<int> n = {5, 0, 9, 1};
     std::vector<std::vector<double>> A;
@@ -785,7 +798,8 @@ TEST_F(HostPool, KeepsBuffersForTheNextCallAndEmptiesAtShutdown) {
     const std::vector<int> lda = {5, 1, 9, 1};
     EXPECT_EQ(batched::tasks::vpotrf<double>(batched::Uplo::lower, n.data(), pA.data(), lda.data(), info.data(), 4), 0);
     EXPECT_EQ(info, std::vector<int>(4, 0));
-    EXPECT_GE(host_pool::kept_bytes(), 19 * mib);
+    // Its five small buffers: the 2 and 4 MiB kept ones, three new 2 MiB ones; all given back.
+    EXPECT_EQ(host_pool::kept_bytes(), kept + 3 * 2 * mib);
     shutdown_runtime();
     EXPECT_EQ(host_pool::kept_bytes(), 0u);
 }
