@@ -101,14 +101,7 @@ __global__ void __launch_bounds__(MAXT)
             spos[par][slot] = winner ? pos : INT_MAX;
         }
         if (winner) {
-#pragma unroll
-            for (int c = j / kV * kV; c < NC; c += kV) {
-                V v;
-                T* e = reinterpret_cast<T*>(&v);
-#pragma unroll
-                for (int q = 0; q < kV; ++q) e[q] = a[c + q];
-                *reinterpret_cast<V*>(&srow[par][slot][c]) = v;
-            }
+            lu_small::store_row(a, j, srow[par][slot]);
         }
         __syncthreads();
         // Every warp reduces the warps' candidates at once, one per lane.

@@ -73,6 +73,22 @@ struct Vec16<float> {
     using type = float4;
 };
 
+/// Stores a row held in registers, columns c0 .. NC-1 (c0 rounded down to a 16-byte piece),
+/// to dst[0 .. NC) in shared memory: the pivot row's broadcast.
+template <class T, int NC>
+__device__ __forceinline__ void store_row(const T (&a)[NC], int c0, T* dst) {
+    using V = typename Vec16<T>::type;
+    constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
+#pragma unroll
+    for (int c = c0 / kV * kV; c < NC; c += kV) {
+        V v;
+        T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+        for (int q = 0; q < kV; ++q) e[q] = a[c + q];
+        *reinterpret_cast<V*>(&dst[c]) = v;
+    }
+}
+
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 template <class T>
@@ -203,14 +219,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
                 has = pmin != kNoPos;
                 bp = static_cast<int>(pmin);
                 if (winner) {
-#pragma unroll
-                    for (int c = j / kV * kV; c < NC; c += kV) {
-                        V v;
-                        T* e = reinterpret_cast<T*>(&v);
-#pragma unroll
-                        for (int q = 0; q < kV; ++q) e[q] = a[c + q];
-                        *reinterpret_cast<V*>(&srow[par][group][c]) = v;
-                    }
+                    store_row(a, j, srow[par][group]);
                 }
                 __syncwarp();
                 piv = has ? srow[par][group][j] : T(0);
@@ -231,14 +240,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
                 bp = __shfl_sync(kFullMask, pos, wl);
                 piv = __shfl_sync(kFullMask, a[j], wl);
                 if (winner) {
-#pragma unroll
-                    for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
-                        V v;
-                        T* e = reinterpret_cast<T*>(&v);
-#pragma unroll
-                        for (int q = 0; q < kV; ++q) e[q] = a[c + q];
-                        *reinterpret_cast<V*>(&srow[par][group][c]) = v;
-                    }
+                    store_row(a, j + 1, srow[par][group]);
                 }
                 __syncwarp();
             }
