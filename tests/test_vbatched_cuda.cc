@@ -22,8 +22,6 @@
 #include <string>
 #include <vector>
 
-#include <lapacke.h>
-
 #include "batched/cuda/vbatched_kernels.hpp"
 #include "batched/residuals.hpp"
 #include "batched/vbatched.hpp"
@@ -32,188 +30,39 @@
 #include "common/error.hpp"
 #include "cuda_test_support.hpp"
 #include "test_support.hpp"
+#include "vbatched_cuda_support.hpp"
 #include "vbatched_lu_support.hpp"
+#include "vbatched_test_support.hpp"
 
 namespace starfact::test {
 namespace {
 
 namespace bc = starfact::batched::cuda;
 
-/// Matrices of different shapes back to back in one device buffer (an access past one lands in
-/// its neighbour's poison), their pointers, orders and leading dimensions on the device.
-template <class T>
-struct DeviceVBatch {
-    int count = 0;
-    std::vector<std::size_t> offset;
-    std::vector<int> n, ld;
-    DeviceBuffer<T> data;
-    DeviceBuffer<T*> ptrs;
-    DeviceBuffer<int> dn, dld;
-
-    explicit DeviceVBatch(const std::vector<HostMatrix<T>>& h) : count(static_cast<int>(h.size())) {
-        std::size_t total = 0;
-        for (const auto& m : h) {
-            offset.push_back(total);
-            n.push_back(m.m);
-            ld.push_back(m.ld);
-            total += m.data.size();
-        }
-        data = DeviceBuffer<T>(std::max<std::size_t>(total, 1));
-        ptrs = DeviceBuffer<T*>(h.size());
-        dn = DeviceBuffer<int>(h.size());
-        dld = DeviceBuffer<int>(h.size());
-        std::vector<T*> p(h.size());
-        for (std::size_t b = 0; b < h.size(); ++b) {
-            p[b] = data.get() + offset[b];
-            if (!h[b].data.empty()) copy(p[b], h[b].ptr(), h[b].data.size() * sizeof(T), cudaMemcpyHostToDevice);
-        }
-        if (!h.empty()) {
-            copy(ptrs.get(), p.data(), p.size() * sizeof(T*), cudaMemcpyHostToDevice);
-            copy(dn.get(), n.data(), n.size() * sizeof(int), cudaMemcpyHostToDevice);
-            copy(dld.get(), ld.data(), ld.size() * sizeof(int), cudaMemcpyHostToDevice);
-        }
-    }
-    static void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) {
-        if (cudaMemcpy(to, from, bytes, kind) != cudaSuccess) throw std::runtime_error("cudaMemcpy failed");
-    }
-    std::vector<HostMatrix<T>> download(const std::vector<HostMatrix<T>>& shape) const {
-        std::vector<HostMatrix<T>> h;
-        for (int b = 0; b < count; ++b) {
-            h.emplace_back(shape[b].m, shape[b].n, shape[b].ld);
-            if (!h[b].data.empty())
-                copy(h[b].ptr(), data.get() + offset[b], h[b].data.size() * sizeof(T), cudaMemcpyDeviceToHost);
-        }
-        return h;
-    }
-    batched::VSizes sizes() const { return {n.data(), ld.data(), dn.get(), dld.get()}; }
-};
-
-std::vector<int> download_ints(const DeviceBuffer<int>& d) {
-    std::vector<int> h(d.size());
-    if (!h.empty() && cudaMemcpy(h.data(), d.get(), h.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
-        throw std::runtime_error("cudaMemcpy to the host failed");
-    return h;
-}
-
-char other(char uplo) { return uplo == 'L' ? 'U' : 'L'; }
 bc::Uplo to_uplo(char uplo) { return uplo == 'L' ? bc::Uplo::lower : bc::Uplo::upper; }
-const char* name(bc::Schedule s) { return s == bc::Schedule::ssde ? "ssde" : "dsse"; }
-
-/// Orders of a batch: uniform in [0, nmax], or skewed (1% of nmax, the rest in [1, nmax/10]).
-std::vector<int> draw_sizes(bool skewed, int nmax, int count, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::vector<int> n(count);
-    for (int b = 0; b < count; ++b) {
-        if (!skewed)
-            n[b] = static_cast<int>(rng() % (nmax + 1));
-        else
-            n[b] = rng() % 100 == 0 ? nmax : 1 + static_cast<int>(rng() % std::max(1, nmax / 10));
-    }
-    if (count > 0) n[count / 3] = nmax;  // the largest order is always there
-    return n;
-}
 
 template <class T>
-HostMatrix<T> leading(const HostMatrix<T>& A, int k) {
-    HostMatrix<T> B(k, k, k);
-    for (int j = 0; j < k; ++j)
-        for (int i = 0; i < k; ++i) B(i, j) = A(i, j);
-    return B;
-}
-
-/// A with its other triangle filled from the stored one (both triangles, for residuals).
-template <class T>
-HostMatrix<T> symmetric(const HostMatrix<T>& A, char uplo) {
-    HostMatrix<T> S = A;
-    for (int j = 0; j < A.n; ++j)
-        for (int i = 0; i < j; ++i) {
-            if (uplo == 'L')
-                S(i, j) = A(j, i);
-            else
-                S(j, i) = A(i, j);
-        }
-    return S;
-}
-
-/// A batch to factor: the matrices (uplo triangle stored, the other NaN), LAPACK's info on each.
-template <class T>
-struct Case {
-    char uplo = 'L';
-    std::vector<HostMatrix<T>> A;
-    std::vector<int> expected;
-    std::vector<bool> nan_planted;
-};
-
-/// SPD matrices of orders n (lda[b] = max(1, n[b] + b % 3)), failures planted at count/4, count/2 and
-/// count-1 (order raised to 1 there if it was 0) with minors 1, n/2+1, n.
-template <class T>
-Case<T> make_case(char uplo, std::vector<int> n, bool plant, std::uint64_t seed) {
-    const int count = static_cast<int>(n.size());
-    Case<T> c;
-    c.uplo = uplo;
-    c.expected.assign(count, 0);
-    c.nan_planted.assign(count, false);
-    std::vector<int> at;
-    if (plant && count > 0) at = {count / 4, count / 2, count - 1};
-    for (int b : at) n[b] = std::max(n[b], 1);
-    for (int b = 0; b < count; ++b) c.A.push_back(random_spd<T>(n[b], std::max(1, n[b] + b % 3), seed + 7919ULL * b));
-    std::set<int> seen;
-    for (std::size_t f = 0; f < at.size(); ++f) {
-        const int b = at[f];
-        if (!seen.insert(b).second) continue;
-        const int k = f == 0 ? 1 : f == 1 ? n[b] / 2 + 1 : n[b];
-        c.A[b] = spd_failing_at<T>(n[b], k, std::max(1, n[b] + b % 3), seed + 7919ULL * b);
-        c.expected[b] = k;
-    }
-    for (auto& A : c.A) poison_strict_triangle(A, other(uplo));
-    return c;
-}
-
-template <class T>
-class VBatchedCuda : public CudaHandlesTest {
+class VBatchedCuda : public VBatchedCudaTest {
 protected:
-    VBatchedCuda() : CudaHandlesTest("variable-size batched Cholesky") {}
-
-    bc::Launch launch() {
-        bc::Launch l;
-        l.stream = stream_;
-        l.cublas = blas_;
-        return l;
-    }
+    VBatchedCuda() : VBatchedCudaTest("variable-size batched Cholesky") {}
 
     /// Factors c on the GPU with schedule s and checks every matrix; returns the factors.
-    std::vector<HostMatrix<T>> factor_and_check(const Case<T>& c, bc::Schedule s) {
+    std::vector<HostMatrix<T>> factor_and_check(const SpdCase<T>& c, bc::Schedule s) {
         const int count = static_cast<int>(c.A.size());
         int nmax = 0;
         for (const auto& A : c.A) nmax = std::max(nmax, A.n);
-        DeviceVBatch<T> d(c.A);
-        DeviceBuffer<int> info(std::max(count, 1));
-        EXPECT_TRUE(cuda_ok(cudaMemset(info.get(), 0x5a, info.size() * sizeof(int))));  // poison
         EXPECT_EQ(bc::vpotrf_workspace<T>(nmax, count), 0u);
-        bc::vpotrf<T>(launch(), to_uplo(c.uplo), s, nmax, d.dn.get(), d.ptrs.get(), d.dld.get(), info.get(), count);
-        EXPECT_TRUE(this->sync());
-        auto F = d.download(c.A);
-        const auto got = download_ints(info);
+        auto [F, got] = this->template run_vpotrf<T>(c, s, nmax);
         const double eps = ScalarTraits<T>::eps;
-        int reported = 0;
-        auto report = [&](int b, const std::string& what) {
-            ADD_FAILURE() << name(s) << ", uplo " << c.uplo << ", nmax " << nmax << ", count " << count << ", matrix "
-                          << b << " (n " << c.A[b].n << ", lda " << c.A[b].ld << "): " << what;
-            return ++reported >= 5;
-        };
+        BatchReport<T> report(cat(schedule_name(s), ", uplo ", c.uplo, ", nmax ", nmax, ", count ", count, ", "), c.A,
+                              true);
         for (int b = 0; b < count; ++b) {
             const auto& A = c.A[b];
             const int n = A.n;
-            if (got[b] != c.expected[b]) {
-                std::ostringstream m;
-                m << "info " << got[b] << ", LAPACK's " << c.expected[b];
-                if (report(b, m.str())) break;
-                continue;
-            }
-            if (non_nan_in_strict_triangle(F[b], other(c.uplo)) != 0 && report(b, "the other triangle was written"))
-                break;
-            if (non_nan_in_padding(F[b]) != 0 && report(b, "the padding was written")) break;
-            if (c.expected[b] != 0 && !c.nan_planted[b]) {
+            const auto v = check_spd_matrix(c, F[b], got[b], b);
+            if (report_all(v.failures, b, report)) break;
+            if (!v.compare) continue;
+            if (c.expected[b] != 0 && !c.nan[b]) {
                 HostMatrix<T> L = A;
                 const int linfo = blas::potrf(c.uplo, n, L.ptr(), L.ld);
                 if (linfo != c.expected[b] && report(b, "LAPACKE's info differs from the planted minor")) break;
@@ -243,7 +92,6 @@ protected:
     }
 };
 
-using Precisions = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(VBatchedCuda, Precisions);
 
 // The schedule arithmetic: DSSE ends every matrix at the last step, SSDE starts them all at 0.
@@ -272,7 +120,7 @@ TYPED_TEST(VBatchedCuda, MixedSizesAgainstLapack) {
                 SCOPED_TRACE(::testing::Message() << (skewed ? "skewed" : "uniform") << ", nmax " << sh.nmax
                                                   << ", count " << sh.count << ", uplo " << uplo);
                 const std::uint64_t s = this->seed() + 1009ULL * sh.nmax + (skewed ? 7 : 0) + uplo;
-                const auto c = make_case<T>(uplo, draw_sizes(skewed, sh.nmax, sh.count, s), true, s);
+                const auto c = make_spd_case<T>(uplo, draw_sizes(skewed, sh.nmax, sh.count, s), true, s);
                 const auto F1 = this->factor_and_check(c, bc::Schedule::ssde);
                 const auto F2 = this->factor_and_check(c, bc::Schedule::dsse);
                 if (this->HasFailure()) return;
@@ -293,10 +141,10 @@ TYPED_TEST(VBatchedCuda, EveryOrderAndSmallCounts) {
     std::shuffle(all.begin(), all.end(), std::mt19937_64(this->seed()));
     for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse})
         for (char uplo : {'L', 'U'}) {
-            this->factor_and_check(make_case<T>(uplo, all, true, this->seed() + uplo), s);
-            this->factor_and_check(make_case<T>(uplo, {37}, false, this->seed() + 1), s);
-            this->factor_and_check(make_case<T>(uplo, {45}, true, this->seed() + 2), s);  // the single one fails
-            this->factor_and_check(make_case<T>(uplo, {3, 0, 1, 64, 65, 2, 96}, true, this->seed() + 3), s);
+            this->factor_and_check(make_spd_case<T>(uplo, all, true, this->seed() + uplo), s);
+            this->factor_and_check(make_spd_case<T>(uplo, {37}, false, this->seed() + 1), s);
+            this->factor_and_check(make_spd_case<T>(uplo, {45}, true, this->seed() + 2), s);  // the single one fails
+            this->factor_and_check(make_spd_case<T>(uplo, {3, 0, 1, 64, 65, 2, 96}, true, this->seed() + 3), s);
             if (this->HasFailure()) return;
         }
 }
@@ -305,7 +153,7 @@ TYPED_TEST(VBatchedCuda, EveryOrderAndSmallCounts) {
 TYPED_TEST(VBatchedCuda, EmptyBatches) {
     using T = TypeParam;
     for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) {
-        this->factor_and_check(make_case<T>('L', std::vector<int>(5, 0), false, this->seed()), s);
+        this->factor_and_check(make_spd_case<T>('L', std::vector<int>(5, 0), false, this->seed()), s);
         bc::vpotrf<T>(this->launch(), bc::Uplo::upper, s, 8, nullptr, nullptr, nullptr, nullptr, 0);
     }
     bc::vpotrs<T>(this->launch(), bc::Uplo::upper, 8, nullptr, 3, nullptr, nullptr, nullptr, nullptr, 0);
@@ -322,15 +170,11 @@ TYPED_TEST(VBatchedCuda, NanInOneMatrix) {
             SCOPED_TRACE(::testing::Message() << "uplo " << uplo << ", n " << nbad);
             auto sizes = draw_sizes(false, 256, 9, this->seed() + nbad);
             sizes[4] = nbad;
-            auto c = make_case<T>(uplo, sizes, false, this->seed() + 3ULL * nbad);
+            auto c = make_spd_case<T>(uplo, sizes, false, this->seed() + 3ULL * nbad);
             const int i = static_cast<int>(rng() % nbad), j = static_cast<int>(rng() % (i + 1));
-            auto& A = c.A[4];
-            if (uplo == 'L')
-                A(i, j) = nan<T>();
-            else
-                A(j, i) = nan<T>();
-            c.expected[4] = reference_potrf_info(uplo, A);
-            c.nan_planted[4] = true;
+            plant_nan(c.A[4], uplo, i, j);
+            c.expected[4] = reference_potrf_info(uplo, c.A[4]);
+            c.nan[4] = true;
             ASSERT_GT(c.expected[4], 0);
             this->factor_and_check(c, bc::Schedule::dsse);
             this->factor_and_check(c, bc::Schedule::ssde);
@@ -392,7 +236,7 @@ TYPED_TEST(VBatchedCuda, ApiAgainstHostPath) {
         for (auto uplo : {batched::Uplo::lower, batched::Uplo::upper}) {
             const char u = uplo == batched::Uplo::lower ? 'L' : 'U';
             const std::uint64_t s = this->seed() + (u == 'L' ? 0 : 99) + (sched == batched::Schedule::dsse ? 5 : 0);
-            const auto c = make_case<T>(u, draw_sizes(true, 300, count, s), true, s);
+            const auto c = make_spd_case<T>(u, draw_sizes(true, 300, count, s), true, s);
             std::vector<HostMatrix<T>> B;
             for (int b = 0; b < count; ++b) B.push_back(random_matrix<T>(c.A[b].n, nrhs, c.A[b].n + 1, s + 77 + b));
             DeviceVBatch<T> dA(c.A), dB(B);
@@ -435,36 +279,32 @@ TYPED_TEST(VBatchedCuda, ApiAgainstHostPath) {
 // The GPU API's checks: each bad argument named, before anything is enqueued (data untouched).
 TYPED_TEST(VBatchedCuda, ApiArgumentErrors) {
     using T = TypeParam;
-    const auto c = make_case<T>('L', {4, 0, 9}, false, this->seed());
+    const auto c = make_spd_case<T>('L', {4, 0, 9}, false, this->seed());
     DeviceVBatch<T> d(c.A);
     DeviceBuffer<int> dinfo(3);
     ASSERT_TRUE(cuda_ok(cudaMemset(dinfo.get(), 0x5a, 3 * sizeof(int))));
     batched::Context ctx(this->stream_);
-    auto expect_named = [&](const batched::VSizes& s, T* const* A, int* info, int count, const std::string& arg) {
-        try {
-            batched::vpotrf<T>(ctx, batched::Uplo::lower, batched::Schedule::dsse, s, A, info, count);
-            ADD_FAILURE() << "no ArgumentError for '" << arg << "'";
-        } catch (const ArgumentError& e) {
-            EXPECT_EQ(e.argument(), arg) << e.what();
-        }
+    auto vpotrf_named = [&](const batched::VSizes& s, T* const* A, int* info, int count, const std::string& arg) {
+        expect_named(
+            arg, [&] { batched::vpotrf<T>(ctx, batched::Uplo::lower, batched::Schedule::dsse, s, A, info, count); });
     };
     std::vector<int> n = d.n, lda = d.ld;
     batched::VSizes s{n.data(), lda.data(), d.dn.get(), d.dld.get()};
-    expect_named(s, d.ptrs.get(), dinfo.get(), -1, "count");
+    vpotrf_named(s, d.ptrs.get(), dinfo.get(), -1, "count");
     n[2] = -1;
-    expect_named(s, d.ptrs.get(), dinfo.get(), 3, "n");
+    vpotrf_named(s, d.ptrs.get(), dinfo.get(), 3, "n");
     n[2] = 9;
     lda[0] = 3;
-    expect_named(s, d.ptrs.get(), dinfo.get(), 3, "lda");
+    vpotrf_named(s, d.ptrs.get(), dinfo.get(), 3, "lda");
     lda[0] = 4;
     lda[1] = 0;  // n = 0 still needs lda >= 1
-    expect_named(s, d.ptrs.get(), dinfo.get(), 3, "lda");
+    vpotrf_named(s, d.ptrs.get(), dinfo.get(), 3, "lda");
     lda[1] = 1;
-    expect_named(s, nullptr, dinfo.get(), 3, "A");
-    expect_named(s, d.ptrs.get(), nullptr, 3, "info");
-    expect_named({nullptr, lda.data(), d.dn.get(), d.dld.get()}, d.ptrs.get(), dinfo.get(), 3, "n");
-    expect_named({n.data(), lda.data(), nullptr, d.dld.get()}, d.ptrs.get(), dinfo.get(), 3, "device_n");
-    expect_named({n.data(), lda.data(), d.dn.get(), nullptr}, d.ptrs.get(), dinfo.get(), 3, "device_lda");
+    vpotrf_named(s, nullptr, dinfo.get(), 3, "A");
+    vpotrf_named(s, d.ptrs.get(), nullptr, 3, "info");
+    vpotrf_named({nullptr, lda.data(), d.dn.get(), d.dld.get()}, d.ptrs.get(), dinfo.get(), 3, "n");
+    vpotrf_named({n.data(), lda.data(), nullptr, d.dld.get()}, d.ptrs.get(), dinfo.get(), 3, "device_n");
+    vpotrf_named({n.data(), lda.data(), d.dn.get(), nullptr}, d.ptrs.get(), dinfo.get(), 3, "device_lda");
     ASSERT_TRUE(this->sync());
     EXPECT_EQ(download_ints(dinfo), std::vector<int>(3, 0x5a5a5a5a)) << "info was written";
     const auto F = d.download(c.A);
@@ -474,90 +314,10 @@ TYPED_TEST(VBatchedCuda, ApiArgumentErrors) {
 
 // ---- LU (vgetrf, vgetrs) ---------------------------------------------------------------------
 
-/// Device pivot storage for a variable-size batch: max(1, n[b]) ints per matrix back to back,
-/// poisoned with -99, and the array of their device pointers.
-struct DevicePivots {
-    std::vector<std::size_t> offset;
-    std::vector<int> n;
-    DeviceBuffer<int> data;
-    DeviceBuffer<int*> ptrs;
-
-    explicit DevicePivots(const std::vector<int>& orders) : n(orders) {
-        std::size_t total = 0;
-        for (int k : orders) {
-            offset.push_back(total);
-            total += static_cast<std::size_t>(std::max(k, 1));
-        }
-        data = DeviceBuffer<int>(std::max<std::size_t>(total, 1));
-        ptrs = DeviceBuffer<int*>(std::max<std::size_t>(orders.size(), 1));
-        std::vector<int> poison(data.size(), -99);
-        std::vector<int*> p;
-        for (std::size_t b = 0; b < orders.size(); ++b) p.push_back(data.get() + offset[b]);
-        DeviceVBatch<double>::copy(data.get(), poison.data(), poison.size() * sizeof(int), cudaMemcpyHostToDevice);
-        if (!p.empty())
-            DeviceVBatch<double>::copy(ptrs.get(), p.data(), p.size() * sizeof(int*), cudaMemcpyHostToDevice);
-    }
-    std::vector<std::vector<int>> download() const {
-        const auto all = download_ints(data);
-        std::vector<std::vector<int>> h;
-        for (std::size_t b = 0; b < n.size(); ++b)
-            h.emplace_back(all.begin() + static_cast<long>(offset[b]),
-                           all.begin() + static_cast<long>(offset[b]) + std::max(n[b], 1));
-        return h;
-    }
-};
-
-/// A general batch to factor: uniform [-1, 1) matrices (lda[b] = max(1, n[b] + b % 3)), zero
-/// pivots planted at count/4, count/2, count-1 (order raised to 1 there) at columns 1, n/2+1, n.
 template <class T>
-struct LuCase {
-    std::vector<HostMatrix<T>> A;
-    std::vector<int> expected;
-    int nan_at = -1;  ///< the matrix holding a NaN, if any (its info is not compared)
-};
-
-template <class T>
-LuCase<T> make_lu_case(std::vector<int> n, bool plant, std::uint64_t seed) {
-    const int count = static_cast<int>(n.size());
-    LuCase<T> c;
-    c.expected.assign(count, 0);
-    std::vector<int> at;
-    if (plant && count > 0) at = {count / 4, count / 2, count - 1};
-    for (int b : at) n[b] = std::max(n[b], 1);
-    for (int b = 0; b < count; ++b)
-        c.A.push_back(random_matrix<T>(n[b], n[b], std::max(1, n[b] + b % 3), seed + 7919ULL * b));
-    std::set<int> seen;
-    for (std::size_t f = 0; f < at.size(); ++f) {
-        const int b = at[f];
-        if (!seen.insert(b).second) continue;
-        const int k = f == 0 ? 1 : f == 1 ? n[b] / 2 + 1 : n[b];
-        c.A[b] = lu_failing_at<T>(n[b], k, std::max(1, n[b] + b % 3), seed + 7919ULL * b);
-        c.expected[b] = k;
-    }
-    return c;
-}
-
-/// What one vgetrf call returned.
-template <class T>
-struct LuResult {
-    std::vector<HostMatrix<T>> F;
-    std::vector<std::vector<int>> ipiv;
-    std::vector<int> info;
-};
-
-template <class T>
-class VBatchedLuCuda : public CudaHandlesTest {
+class VBatchedLuCuda : public VBatchedCudaTest {
 protected:
-    VBatchedLuCuda() : CudaHandlesTest("variable-size batched LU") {}
-
-    bc::Launch launch(void* ws, std::size_t bytes) {
-        bc::Launch l;
-        l.stream = stream_;
-        l.cublas = blas_;
-        l.workspace = ws;
-        l.workspace_bytes = bytes;
-        return l;
-    }
+    VBatchedLuCuda() : VBatchedCudaTest("variable-size batched LU") {}
 
     /// Factors c on the GPU with schedule s; checks every matrix against LAPACKE on a copy:
     /// info exact, pivots in range and (but for at most 2% of the matrices, near ties rounding
@@ -565,55 +325,19 @@ protected:
     LuResult<T> factor_and_check(const LuCase<T>& c, bc::Schedule s) {
         const int count = static_cast<int>(c.A.size());
         int nmax = 0;
-        std::vector<int> n;
-        for (const auto& A : c.A) {
-            nmax = std::max(nmax, A.n);
-            n.push_back(A.n);
-        }
-        DeviceVBatch<T> d(c.A);
-        DevicePivots piv(n);
-        DeviceBuffer<int> info(std::max(count, 1));
-        EXPECT_TRUE(cuda_ok(cudaMemset(info.get(), 0x5a, info.size() * sizeof(int))));
-        const std::size_t bytes = bc::vgetrf_workspace<T>(nmax, count);
-        DeviceBuffer<char> ws(bytes);
-        bc::vgetrf<T>(launch(ws.get(), bytes), s, nmax, d.dn.get(), d.ptrs.get(), d.dld.get(), piv.ptrs.get(),
-                      info.get(), count);
-        EXPECT_TRUE(this->sync());
-        LuResult<T> r{d.download(c.A), piv.download(), download_ints(info)};
+        for (const auto& A : c.A) nmax = std::max(nmax, A.n);
+        LuResult<T> r = this->run_vgetrf(c.A, s);
         if (count == 0) return r;
         const double eps = ScalarTraits<T>::eps;
-        int reported = 0, pivots_differ = 0;
-        auto report = [&](int b, const std::string& what) {
-            ADD_FAILURE() << name(s) << ", nmax " << nmax << ", count " << count << ", matrix " << b << " (n "
-                          << c.A[b].n << ", lda " << c.A[b].ld << "): " << what;
-            return ++reported >= 5;
-        };
+        int pivots_differ = 0;
+        BatchReport<T> report(cat(schedule_name(s), ", nmax ", nmax, ", count ", count, ", "), c.A, true);
         for (int b = 0; b < count; ++b) {
-            const auto& A = c.A[b];
-            const int nb = A.n;
-            HostMatrix<T> L = A;
-            std::vector<int> lpiv(std::max(nb, 1), -99);
-            const int linfo = nb == 0 ? 0 : blas::getrf(nb, nb, L.ptr(), L.ld, lpiv.data());
-            if (non_nan_in_padding(r.F[b]) != 0 && report(b, "the padding was written")) break;
-            bool in_range = true;
-            for (int i = 0; i < nb; ++i) in_range = in_range && r.ipiv[b][i] >= i + 1 && r.ipiv[b][i] <= nb;
-            if (!in_range && report(b, "a pivot out of range")) break;
-            if (b == c.nan_at) {
-                if ((r.info[b] < 0 || r.info[b] > nb) && report(b, "info out of range")) break;
-                continue;
-            }
-            if (r.info[b] != c.expected[b] || linfo != c.expected[b]) {
-                std::ostringstream m;
-                m << "info " << r.info[b] << ", planted " << c.expected[b] << ", LAPACKE's " << linfo;
-                if (report(b, m.str())) break;
-                continue;
-            }
-            const double res = lu_residual_ratio(A, r.F[b], r.ipiv[b].data());
-            if (!(checks::passes(res) && res >= 0)) {
-                std::ostringstream m;
-                m << "residual " << res;
-                if (report(b, m.str())) break;
-            }
+            const int nb = c.A[b].n;
+            const auto v = check_lu_matrix(c, r, b, false);
+            if (report_all(v.failures, b, report)) break;
+            if (!v.compare) continue;
+            const auto& lpiv = v.lpiv;
+            const auto& L = v.L;
             if (nb > 0 && !std::equal(lpiv.begin(), lpiv.begin() + nb, r.ipiv[b].begin())) {
                 ++pivots_differ;
                 continue;
@@ -627,7 +351,7 @@ protected:
             }
         }
         EXPECT_LE(pivots_differ, std::max(1, count / 50))
-            << name(s) << ", nmax " << nmax << ": matrices whose pivots differ from LAPACKE's";
+            << schedule_name(s) << ", nmax " << nmax << ": matrices whose pivots differ from LAPACKE's";
         return r;
     }
 };
@@ -673,10 +397,10 @@ TYPED_TEST(VBatchedLuCuda, EveryOrderAndSmallCounts) {
         this->factor_and_check(make_lu_case<T>({45}, true, this->seed() + 2), s);  // the single one is singular
         this->factor_and_check(make_lu_case<T>({3, 0, 1, 64, 65, 2, 96}, true, this->seed() + 3), s);
         this->factor_and_check(make_lu_case<T>(std::vector<int>(5, 0), false, this->seed() + 4), s);
-        bc::vgetrf<T>(this->launch(nullptr, 0), s, 8, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+        bc::vgetrf<T>(this->launch(), s, 8, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
         if (this->HasFailure()) return;
     }
-    bc::vgetrs<T>(this->launch(nullptr, 0), 8, nullptr, 3, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+    bc::vgetrs<T>(this->launch(), 8, nullptr, 3, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
     ASSERT_TRUE(this->sync());
 }
 
@@ -727,12 +451,12 @@ TYPED_TEST(VBatchedLuCuda, SolvesAgainstLapack) {
             DeviceVBatch<T> dA(F), dB(B);
             DevicePivots dp(n);
             for (int b = 0; b < 30; ++b)
-                DeviceVBatch<T>::copy(dp.data.get() + dp.offset[b], piv[b].data(), piv[b].size() * sizeof(int),
-                                      cudaMemcpyHostToDevice);
+                device_copy(dp.data.get() + dp.offset[b], piv[b].data(), piv[b].size() * sizeof(int),
+                            cudaMemcpyHostToDevice);
             EXPECT_EQ(bc::vgetrs_workspace<T>(nmax, nrhs, 30), 0u);
-            bc::vgetrs<T>(this->launch(nullptr, 0), nmax, dA.dn.get(), nrhs,
-                          reinterpret_cast<const T* const*>(dA.ptrs.get()), dA.dld.get(),
-                          reinterpret_cast<const int* const*>(dp.ptrs.get()), dB.ptrs.get(), dB.dld.get(), 30);
+            bc::vgetrs<T>(this->launch(), nmax, dA.dn.get(), nrhs, reinterpret_cast<const T* const*>(dA.ptrs.get()),
+                          dA.dld.get(), reinterpret_cast<const int* const*>(dp.ptrs.get()), dB.ptrs.get(), dB.dld.get(),
+                          30);
             ASSERT_TRUE(this->sync());
             const auto Fafter = dA.download(F);
             const auto Pafter = dp.download();
@@ -808,35 +532,27 @@ TYPED_TEST(VBatchedLuCuda, ApiArgumentErrors) {
     DeviceBuffer<int> dinfo(3);
     ASSERT_TRUE(cuda_ok(cudaMemset(dinfo.get(), 0x5a, 3 * sizeof(int))));
     batched::Context ctx(this->stream_);
-    auto expect_named = [&](const batched::VSizes& s, T* const* A, int* const* ipiv, int* info, int count,
+    auto vgetrf_named = [&](const batched::VSizes& s, T* const* A, int* const* ipiv, int* info, int count,
                             const std::string& arg) {
-        try {
-            batched::vgetrf<T>(ctx, batched::Schedule::dsse, s, A, ipiv, info, count);
-            ADD_FAILURE() << "no ArgumentError for '" << arg << "'";
-        } catch (const ArgumentError& e) {
-            EXPECT_EQ(e.argument(), arg) << e.what();
-        }
+        expect_named(arg, [&] { batched::vgetrf<T>(ctx, batched::Schedule::dsse, s, A, ipiv, info, count); });
     };
     std::vector<int> n = d.n, lda = d.ld;
     batched::VSizes s{n.data(), lda.data(), d.dn.get(), d.dld.get()};
-    expect_named(s, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), -1, "count");
+    vgetrf_named(s, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), -1, "count");
     n[2] = -1;
-    expect_named(s, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3, "n");
+    vgetrf_named(s, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3, "n");
     n[2] = 9;
     lda[0] = 3;
-    expect_named(s, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3, "lda");
+    vgetrf_named(s, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3, "lda");
     lda[0] = 4;
-    expect_named(s, nullptr, dp.ptrs.get(), dinfo.get(), 3, "A");
-    expect_named(s, d.ptrs.get(), nullptr, dinfo.get(), 3, "ipiv");
-    expect_named(s, d.ptrs.get(), dp.ptrs.get(), nullptr, 3, "info");
-    expect_named({n.data(), lda.data(), nullptr, d.dld.get()}, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3, "device_n");
-    try {
+    vgetrf_named(s, nullptr, dp.ptrs.get(), dinfo.get(), 3, "A");
+    vgetrf_named(s, d.ptrs.get(), nullptr, dinfo.get(), 3, "ipiv");
+    vgetrf_named(s, d.ptrs.get(), dp.ptrs.get(), nullptr, 3, "info");
+    vgetrf_named({n.data(), lda.data(), nullptr, d.dld.get()}, d.ptrs.get(), dp.ptrs.get(), dinfo.get(), 3, "device_n");
+    expect_named("nrhs", [&] {
         batched::vgetrs<T>(ctx, s, -2, reinterpret_cast<const T* const*>(d.ptrs.get()),
                            reinterpret_cast<const int* const*>(dp.ptrs.get()), s, d.ptrs.get(), 3);
-        ADD_FAILURE() << "no ArgumentError for 'nrhs'";
-    } catch (const ArgumentError& e) {
-        EXPECT_EQ(e.argument(), "nrhs") << e.what();
-    }
+    });
     ASSERT_TRUE(this->sync());
     EXPECT_EQ(download_ints(dinfo), std::vector<int>(3, 0x5a5a5a5a)) << "info was written";
     const auto F = d.download(c.A);
@@ -847,13 +563,6 @@ TYPED_TEST(VBatchedLuCuda, ApiArgumentErrors) {
 }
 
 // ---- QR (vgeqrf, vgeqrs) ----------------------------------------------------------------------
-
-int lapacke_geqrf(int m, int n, float* a, int lda, float* tau) {
-    return LAPACKE_sgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
-}
-int lapacke_geqrf(int m, int n, double* a, int lda, double* tau) {
-    return LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
-}
 
 /// Shapes m[b] x n[b]: uniform in [0, nmax]^2 (wide ones included) or, tall, n uniform and
 /// m = n + [0, nmax/2]; skewed: 1% of the largest, the rest within a tenth. One matrix has
@@ -878,70 +587,10 @@ void draw_shapes(bool skewed, bool tall, int nmax, int count, std::uint64_t seed
     }
 }
 
-/// A QR batch on the device: the matrices (DeviceVBatch: its n are the rows), the columns, and
-/// tau (max(1, min(m, n)) entries per matrix, poisoned with NaN) with its pointer array.
 template <class T>
-struct DeviceQr {
-    DeviceVBatch<T> a;
-    std::vector<int> m, n;
-    DeviceBuffer<int> dcols;
-    std::vector<std::size_t> toff;
-    DeviceBuffer<T> tau;
-    DeviceBuffer<T*> tptrs;
-
-    explicit DeviceQr(const std::vector<HostMatrix<T>>& h) : a(h) {
-        std::size_t total = 0;
-        for (const auto& A : h) {
-            m.push_back(A.m);
-            n.push_back(A.n);
-            toff.push_back(total);
-            total += static_cast<std::size_t>(std::max(1, std::min(A.m, A.n)));
-        }
-        dcols = DeviceBuffer<int>(std::max<std::size_t>(h.size(), 1));
-        tau = DeviceBuffer<T>(std::max<std::size_t>(total, 1));
-        tptrs = DeviceBuffer<T*>(std::max<std::size_t>(h.size(), 1));
-        std::vector<T> poison(tau.size(), nan<T>());
-        DeviceVBatch<T>::copy(tau.get(), poison.data(), poison.size() * sizeof(T), cudaMemcpyHostToDevice);
-        std::vector<T*> p;
-        for (std::size_t b = 0; b < h.size(); ++b) p.push_back(tau.get() + toff[b]);
-        if (!h.empty()) {
-            DeviceVBatch<T>::copy(dcols.get(), n.data(), n.size() * sizeof(int), cudaMemcpyHostToDevice);
-            DeviceVBatch<T>::copy(tptrs.get(), p.data(), p.size() * sizeof(T*), cudaMemcpyHostToDevice);
-        }
-    }
-    std::vector<std::vector<T>> download_tau() const {
-        std::vector<T> all(tau.size());
-        DeviceVBatch<T>::copy(all.data(), tau.get(), all.size() * sizeof(T), cudaMemcpyDeviceToHost);
-        std::vector<std::vector<T>> h;
-        for (std::size_t b = 0; b < m.size(); ++b)
-            h.emplace_back(all.begin() + static_cast<long>(toff[b]),
-                           all.begin() + static_cast<long>(toff[b]) + std::max(1, std::min(m[b], n[b])));
-        return h;
-    }
-    batched::VShapes shapes() const { return {m.data(), n.data(), a.ld.data(), a.dn.get(), dcols.get(), a.dld.get()}; }
-};
-
-template <class T>
-std::vector<HostMatrix<T>> random_batch(const std::vector<int>& m, const std::vector<int>& n, std::uint64_t seed) {
-    std::vector<HostMatrix<T>> A;
-    for (std::size_t b = 0; b < m.size(); ++b)
-        A.push_back(random_matrix<T>(m[b], n[b], std::max(1, m[b] + static_cast<int>(b % 3)), seed + 7919ULL * b));
-    return A;
-}
-
-template <class T>
-class VBatchedQrCuda : public CudaHandlesTest {
+class VBatchedQrCuda : public VBatchedCudaTest {
 protected:
-    VBatchedQrCuda() : CudaHandlesTest("variable-size batched QR") {}
-
-    bc::Launch launch(std::size_t bytes) {
-        bc::Launch l;
-        l.stream = stream_;
-        l.cublas = blas_;
-        l.workspace = bytes > 0 ? this->workspace(bytes) : nullptr;
-        l.workspace_bytes = bytes;
-        return l;
-    }
+    VBatchedQrCuda() : VBatchedCudaTest("variable-size batched QR") {}
 
     /// vgeqrf on the GPU with schedule s; every matrix against LAPACKE on a copy (one BLAS
     /// thread): factor (R and V) and tau close, the residual below 30 (m >= n), padding and
@@ -949,33 +598,16 @@ protected:
     std::pair<std::vector<HostMatrix<T>>, std::vector<std::vector<T>>> factor_and_check(
         const std::vector<HostMatrix<T>>& A, bc::Schedule s) {
         const int count = static_cast<int>(A.size());
-        DeviceQr<T> d(A);
-        const bc::VQrBounds bounds = bc::vqr_bounds(d.m.data(), d.n.data(), count);
-        const std::size_t bytes = bc::vgeqrf_workspace<T>(count);
-        bc::vgeqrf<T>(launch(bytes), s, bounds, d.a.dn.get(), d.dcols.get(), d.a.ptrs.get(), d.a.dld.get(),
-                      d.tptrs.get(), count);
-        EXPECT_TRUE(this->sync());
-        auto F = d.a.download(A);
-        auto tau = d.download_tau();
+        auto [F, tau] = this->run_vgeqrf(A, s);
         const double eps = ScalarTraits<T>::eps;
-        int reported = 0;
-        auto report = [&](int b, const std::string& what) {
-            ADD_FAILURE() << name(s) << ", count " << count << ", matrix " << b << " (" << A[b].m << " x " << A[b].n
-                          << ", lda " << A[b].ld << "): " << what;
-            return ++reported >= 5;
-        };
+        BatchReport<T> report(cat(schedule_name(s), ", count ", count, ", "), A, false);
         for (int b = 0; b < count; ++b) {
             const int m = A[b].m, n = A[b].n, k = std::min(m, n);
-            if (non_nan_in_padding(F[b]) != 0 && report(b, "the padding was written")) break;
-            if (k == 0) {
-                if (std::memcmp(F[b].ptr(), A[b].ptr(), A[b].data.size() * sizeof(T)) != 0 && report(b, "A written"))
-                    break;
-                if (!std::isnan(tau[b][0]) && report(b, "tau written")) break;
-                continue;
-            }
-            HostMatrix<T> R = A[b];
-            std::vector<T> rtau(k);
-            if (lapacke_geqrf(m, n, R.ptr(), R.ld, rtau.data()) != 0 && report(b, "LAPACKE failed")) break;
+            const auto v = check_qr_matrix(A[b], F[b], tau[b]);
+            if (report_all(v.failures, b, report)) break;
+            if (!v.compare) continue;
+            const auto& R = v.R;
+            const auto& rtau = v.rtau;
             const double diff = max_abs_diff(F[b], R);
             const double tol = 200.0 * std::max(m, n) * eps * std::max(1.0, max_abs(R));
             if (!(diff <= tol)) {
@@ -1044,7 +676,7 @@ TYPED_TEST(VBatchedQrCuda, EveryShapeAndSmallCounts) {
         for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) this->factor_and_check(B, s);
     }
     // An empty batch launches nothing.
-    bc::vgeqrf<T>(this->launch(0), bc::Schedule::dsse, bc::VQrBounds{}, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+    bc::vgeqrf<T>(this->launch(), bc::Schedule::dsse, bc::VQrBounds{}, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
     EXPECT_TRUE(this->sync());
 }
 
@@ -1073,7 +705,7 @@ TYPED_TEST(VBatchedQrCuda, LeastSquaresAgainstLapack) {
         DeviceBuffer<int> info(count);
         ASSERT_TRUE(cuda_ok(cudaMemset(info.get(), 0x5a, count * sizeof(int))));
         const bc::VQrBounds bounds = bc::vqr_bounds(d.m.data(), d.n.data(), count);
-        const auto l = this->launch(bc::vgeqrf_workspace<T>(count));
+        const auto l = this->launch_with_workspace(bc::vgeqrf_workspace<T>(count));
         bc::vgeqrf<T>(l, bc::Schedule::dsse, bounds, d.a.dn.get(), d.dcols.get(), d.a.ptrs.get(), d.a.dld.get(),
                       d.tptrs.get(), count);
         bc::vgeqrs<T>(l, bounds, d.a.dn.get(), d.dcols.get(), nrhs, d.a.ptrs.get(), d.a.dld.get(), d.tptrs.get(),
@@ -1145,36 +777,28 @@ TYPED_TEST(VBatchedQrCuda, ApiAgainstHostPath) {
             << "matrix " << b;
     }
     // Argument checks: named, nothing launched.
-    auto named = [&](const std::string& arg, auto&& call) {
-        try {
-            call();
-            ADD_FAILURE() << "no ArgumentError for '" << arg << "'";
-        } catch (const ArgumentError& e) {
-            EXPECT_EQ(e.argument(), arg) << e.what();
-        }
-    };
     batched::VShapes sh = d.shapes();
     std::vector<int> mm = m;
     sh.m = mm.data();
     mm[5] = n[5] - 1;  // wide: fine for geqrf, not for gels
-    named("m", [&] {
+    expect_named("m", [&] {
         batched::vgels<T>(ctx, batched::Schedule::ssde, sh, nrhs, d.a.ptrs.get(), d.tptrs.get(), dB.sizes(),
                           dB.ptrs.get(), info.get(), count);
     });
     mm[5] = m[5];
     sh.device_n = nullptr;
-    named("device_n",
-          [&] { batched::vgeqrf<T>(ctx, batched::Schedule::ssde, sh, d.a.ptrs.get(), d.tptrs.get(), count); });
+    expect_named("device_n",
+                 [&] { batched::vgeqrf<T>(ctx, batched::Schedule::ssde, sh, d.a.ptrs.get(), d.tptrs.get(), count); });
     sh = d.shapes();
     batched::VSizes bs = dB.sizes();
     std::vector<int> rows = dB.n;
     rows[7] += 1;
     bs.n = rows.data();
-    named("n", [&] {
+    expect_named("n", [&] {
         batched::vgels<T>(ctx, batched::Schedule::ssde, sh, nrhs, d.a.ptrs.get(), d.tptrs.get(), bs, dB.ptrs.get(),
                           info.get(), count);
     });
-    named("tau", [&] { batched::vgeqrf<T>(ctx, batched::Schedule::ssde, sh, d.a.ptrs.get(), nullptr, count); });
+    expect_named("tau", [&] { batched::vgeqrf<T>(ctx, batched::Schedule::ssde, sh, d.a.ptrs.get(), nullptr, count); });
     ASSERT_TRUE(this->sync());
     const auto F2 = d.a.download(A);
     for (int b = 0; b < count; ++b)
@@ -1193,13 +817,6 @@ protected:
 };
 TYPED_TEST_SUITE(VBatchedTasksCuda, Precisions);
 
-template <class T>
-std::vector<T*> pointers_of(std::vector<HostMatrix<T>>& v) {
-    std::vector<T*> p;
-    for (auto& M : v) p.push_back(M.ptr());
-    return p;
-}
-
 // Every operation's slices on CUDA workers only (the SSDE/DSSE kernels on packed slices): infos
 // as the host path's, factors close to them, residuals below 30.
 TYPED_TEST(VBatchedTasksCuda, CudaWorkersMatchTheHostPath) {
@@ -1216,7 +833,7 @@ TYPED_TEST(VBatchedTasksCuda, CudaWorkersMatchTheHostPath) {
         std::vector<int> ld(count);
         for (int b = 0; b < count; ++b) ld[b] = std::max(1, n[b] + b % 2);
         // Cholesky (lower), failures planted, and its solve.
-        const auto c = make_case<T>('L', n, true, s);
+        const auto c = make_spd_case<T>('L', n, true, s);
         auto S = c.A, HS = c.A;
         std::vector<int> sld(count);
         for (int b = 0; b < count; ++b) sld[b] = S[b].ld;

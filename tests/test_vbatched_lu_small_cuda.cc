@@ -21,9 +21,7 @@
 #include <initializer_list>
 #include <limits>
 #include <random>
-#include <set>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,66 +31,13 @@
 #include "common/checks.hpp"
 #include "cuda_test_support.hpp"
 #include "test_support.hpp"
+#include "vbatched_cuda_support.hpp"
 #include "vbatched_lu_support.hpp"
 
 namespace starfact::test {
 namespace {
 
 namespace bc = starfact::batched::cuda;
-
-void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) {
-    if (bytes > 0 && cudaMemcpy(to, from, bytes, kind) != cudaSuccess) throw std::runtime_error("cudaMemcpy failed");
-}
-
-/// A batch to factor and what LAPACK says about it.
-template <class T>
-struct Case {
-    std::vector<HostMatrix<T>> A;
-    std::vector<int> expected;  ///< planted info (0: none)
-    int nan_at = -1;            ///< the matrix holding a NaN (its info and pivots are only range-checked)
-};
-
-/// Uniform [-1, 1) matrices of orders n (lda = max(1, n + b % 3)), zero pivots planted at
-/// count/4, count/2, count-1 (order raised to 1 there) at columns 1, n/2+1, n.
-template <class T>
-Case<T> make_case(std::vector<int> n, bool plant, std::uint64_t seed) {
-    const int count = static_cast<int>(n.size());
-    Case<T> c;
-    c.expected.assign(count, 0);
-    std::vector<int> at;
-    if (plant && count > 0) at = {count / 4, count / 2, count - 1};
-    for (int b : at) n[b] = std::max(n[b], 1);
-    for (int b = 0; b < count; ++b)
-        c.A.push_back(random_matrix<T>(n[b], n[b], std::max(1, n[b] + b % 3), seed + 7919ULL * b));
-    std::set<int> seen;
-    for (std::size_t f = 0; f < at.size(); ++f) {
-        const int b = at[f];
-        if (!seen.insert(b).second) continue;
-        const int k = f == 0 ? 1 : f == 1 ? n[b] / 2 + 1 : n[b];
-        c.A[b] = lu_failing_at<T>(n[b], k, std::max(1, n[b] + b % 3), seed + 7919ULL * b);
-        c.expected[b] = k;
-    }
-    return c;
-}
-
-/// Orders uniform in [0, nmax] (skewed: 1% nmax, the rest in [1, max(1, nmax/10)]); nmax at count/3.
-std::vector<int> draw_sizes(bool skewed, int nmax, int count, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::vector<int> n(count);
-    for (int b = 0; b < count; ++b)
-        n[b] = skewed ? (rng() % 100 == 0 ? nmax : 1 + static_cast<int>(rng() % std::max(1, nmax / 10)))
-                      : static_cast<int>(rng() % (nmax + 1));
-    if (count > 0) n[count / 3] = nmax;
-    return n;
-}
-
-/// What one factorization returned.
-template <class T>
-struct Result {
-    std::vector<HostMatrix<T>> F;
-    std::vector<std::vector<int>> ipiv;  ///< max(1, n) entries per matrix (poison -99 past n)
-    std::vector<int> info;
-};
 
 /// LU with partial pivoting by rank-1 updates, as the register kernel computes it: the first
 /// largest |a| (the smallest row index among equal ones), the multipliers a * (1 / piv) (a / piv
@@ -120,112 +65,24 @@ void getf2_reference(HostMatrix<T>& A, std::vector<int>& ipiv) {
     }
 }
 
-class VBatchedLuSmallBase : public CudaHandlesTest {
+class VBatchedLuSmallBase : public VBatchedCudaTest {
 protected:
-    VBatchedLuSmallBase() : CudaHandlesTest("variable-size batched LU (NMAX <= 32)") {}
-
-    bc::Launch launch(void* ws, std::size_t bytes) {
-        bc::Launch l;
-        l.stream = stream_;
-        l.cublas = blas_;
-        l.workspace = ws;
-        l.workspace_bytes = bytes;
-        return l;
-    }
-
-    /// vgetrf (schedule s) on c, matrices back to back in one allocation (an access past one
-    /// lands in its neighbour's poison), pivots poisoned with -99.
-    template <class T>
-    Result<T> run_vgetrf(const Case<T>& c, bc::Schedule s) {
-        const int count = static_cast<int>(c.A.size());
-        std::vector<std::size_t> off, poff;
-        std::vector<int> n, ld;
-        std::size_t total = 0, ptotal = 0;
-        int nmax = 0;
-        for (const auto& A : c.A) {
-            off.push_back(total);
-            poff.push_back(ptotal);
-            n.push_back(A.n);
-            ld.push_back(A.ld);
-            nmax = std::max(nmax, A.n);
-            total += A.data.size();
-            ptotal += static_cast<std::size_t>(std::max(A.n, 1));
-        }
-        DeviceBuffer<T> data(std::max<std::size_t>(total, 1));
-        DeviceBuffer<int> pdata(std::max<std::size_t>(ptotal, 1)), dn(std::max(count, 1)), dld(std::max(count, 1)),
-            info(std::max(count, 1));
-        DeviceBuffer<T*> ptrs(std::max(count, 1));
-        DeviceBuffer<int*> pptrs(std::max(count, 1));
-        std::vector<T*> p(count);
-        std::vector<int*> pp(count);
-        for (int b = 0; b < count; ++b) {
-            p[b] = data.get() + off[b];
-            pp[b] = pdata.get() + poff[b];
-            copy(p[b], c.A[b].ptr(), c.A[b].data.size() * sizeof(T), cudaMemcpyHostToDevice);
-        }
-        const std::vector<int> poison(std::max<std::size_t>(ptotal, 1), -99);
-        copy(pdata.get(), poison.data(), poison.size() * sizeof(int), cudaMemcpyHostToDevice);
-        copy(ptrs.get(), p.data(), p.size() * sizeof(T*), cudaMemcpyHostToDevice);
-        copy(pptrs.get(), pp.data(), pp.size() * sizeof(int*), cudaMemcpyHostToDevice);
-        copy(dn.get(), n.data(), n.size() * sizeof(int), cudaMemcpyHostToDevice);
-        copy(dld.get(), ld.data(), ld.size() * sizeof(int), cudaMemcpyHostToDevice);
-        EXPECT_TRUE(cuda_ok(cudaMemset(info.get(), 0x5a, info.size() * sizeof(int))));
-        const std::size_t bytes = bc::vgetrf_workspace<T>(nmax, count);
-        void* ws = workspace(bytes);
-        bc::vgetrf<T>(launch(ws, bytes), s, nmax, dn.get(), ptrs.get(), dld.get(), pptrs.get(), info.get(), count);
-        EXPECT_TRUE(sync());
-        Result<T> r;
-        std::vector<int> hp(poison.size()), hi(info.size());
-        copy(hp.data(), pdata.get(), hp.size() * sizeof(int), cudaMemcpyDeviceToHost);
-        copy(hi.data(), info.get(), hi.size() * sizeof(int), cudaMemcpyDeviceToHost);
-        for (int b = 0; b < count; ++b) {
-            r.F.emplace_back(c.A[b].m, c.A[b].n, c.A[b].ld);
-            copy(r.F[b].ptr(), p[b], r.F[b].data.size() * sizeof(T), cudaMemcpyDeviceToHost);
-            r.ipiv.emplace_back(hp.begin() + static_cast<long>(poff[b]),
-                                hp.begin() + static_cast<long>(poff[b]) + std::max(n[b], 1));
-            r.info.push_back(hi[b]);
-        }
-        return r;
-    }
+    VBatchedLuSmallBase() : VBatchedCudaTest("variable-size batched LU (NMAX <= 32)") {}
 
     /// Every matrix of r against LAPACKE on a copy of c (see the file's head).
     template <class T>
-    void check(const Case<T>& c, const Result<T>& r, const std::string& what) {
+    void check(const LuCase<T>& c, const LuResult<T>& r, const std::string& what) {
         const int count = static_cast<int>(c.A.size());
         const double eps = ScalarTraits<T>::eps;
-        int reported = 0, pivots_differ = 0, reference_differ = 0;
-        auto report = [&](int b, const std::string& msg) {
-            ADD_FAILURE() << what << ", count " << count << ", matrix " << b << " (n " << c.A[b].n << ", lda "
-                          << c.A[b].ld << "): " << msg;
-            return ++reported >= 5;
-        };
+        int pivots_differ = 0, reference_differ = 0;
+        BatchReport<T> report(cat(what, ", count ", count, ", "), c.A, true);
         for (int b = 0; b < count; ++b) {
             const auto& A = c.A[b];
             const int nb = A.n;
-            HostMatrix<T> L = A;
-            std::vector<int> lpiv(std::max(nb, 1), -99);
-            const int linfo = nb == 0 ? 0 : blas::getrf(nb, nb, L.ptr(), L.ld, lpiv.data());
-            if (non_nan_in_padding(r.F[b]) != 0 && report(b, "the padding was written")) return;
-            bool in_range = true;
-            for (int i = 0; i < nb; ++i) in_range = in_range && r.ipiv[b][i] >= i + 1 && r.ipiv[b][i] <= nb;
-            if (!in_range && report(b, "a pivot out of range")) return;
-            if (nb == 0 && r.ipiv[b][0] != -99 && report(b, "a pivot written for an empty matrix")) return;
-            if (b == c.nan_at) {
-                if ((r.info[b] < 0 || r.info[b] > nb) && report(b, "info out of range")) return;
-                continue;
-            }
-            if (r.info[b] != c.expected[b] || linfo != c.expected[b]) {
-                std::ostringstream m;
-                m << "info " << r.info[b] << ", planted " << c.expected[b] << ", LAPACKE's " << linfo;
-                if (report(b, m.str())) return;
-                continue;
-            }
-            const double res = lu_residual_ratio(A, r.F[b], r.ipiv[b].data());
-            if (!(checks::passes(res) && res >= 0)) {
-                std::ostringstream m;
-                m << "residual " << res;
-                if (report(b, m.str())) return;
-            }
+            const auto v = check_lu_matrix(c, r, b, true);
+            if (report_all(v.failures, b, report)) return;
+            if (!v.compare) continue;
+            const auto& lpiv = v.lpiv;
             if (nb > 0 && !std::equal(lpiv.begin(), lpiv.begin() + nb, r.ipiv[b].begin())) ++pivots_differ;
             // The factor against getf2_reference, the kernel's operations in its order (LAPACKE's
             // recursive getrf2 rounds otherwise, by as much as the matrix's conditioning allows:
@@ -252,10 +109,10 @@ protected:
 
     /// Both schedules, each checked; they must agree bitwise.
     template <class T>
-    void check_both(const Case<T>& c, const std::string& what) {
-        const auto r1 = run_vgetrf(c, bc::Schedule::ssde);
+    void check_both(const LuCase<T>& c, const std::string& what) {
+        const auto r1 = run_vgetrf(c.A, bc::Schedule::ssde);
         check(c, r1, what + ", ssde");
-        const auto r2 = run_vgetrf(c, bc::Schedule::dsse);
+        const auto r2 = run_vgetrf(c.A, bc::Schedule::dsse);
         check(c, r2, what + ", dsse");
         ASSERT_EQ(r1.info, r2.info) << what;
         for (std::size_t b = 0; b < c.A.size(); ++b) {
@@ -269,7 +126,6 @@ protected:
 template <class T>
 class VBatchedLuSmallCuda : public VBatchedLuSmallBase {};
 
-using Precisions = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(VBatchedLuSmallCuda, Precisions);
 
 // Every kernel instance (NMAX 1..32 across the 4/8/16/32-lane groups and their edges), counts 1,
@@ -282,7 +138,7 @@ TYPED_TEST(VBatchedLuSmallCuda, EveryInstanceAgainstLapack) {
                 std::ostringstream what;
                 what << "nmax " << nmax << ", count " << count << (skewed ? ", skewed" : ", uniform");
                 const std::uint64_t s = this->seed() + 1009ULL * nmax + 31ULL * count + (skewed ? 7 : 0);
-                this->check_both(make_case<T>(draw_sizes(skewed, nmax, count, s), true, s), what.str());
+                this->check_both(make_lu_case<T>(draw_sizes(skewed, nmax, count, s), true, s), what.str());
                 if (this->HasFailure()) return;
             }
 }
@@ -295,7 +151,7 @@ TYPED_TEST(VBatchedLuSmallCuda, LargeCounts) {
             std::ostringstream what;
             what << "nmax " << nmax << ", count 10000" << (skewed ? ", skewed" : ", uniform");
             const std::uint64_t s = this->seed() + 17ULL * nmax + (skewed ? 3 : 0);
-            this->check_both(make_case<T>(draw_sizes(skewed, nmax, 10000, s), true, s), what.str());
+            this->check_both(make_lu_case<T>(draw_sizes(skewed, nmax, 10000, s), true, s), what.str());
             if (this->HasFailure()) return;
         }
 }
@@ -303,12 +159,12 @@ TYPED_TEST(VBatchedLuSmallCuda, LargeCounts) {
 // Orders 0 only; a single matrix of order 0, of order 1 (0 and not), singular ones; count 0.
 TYPED_TEST(VBatchedLuSmallCuda, OrdersZeroAndOne) {
     using T = TypeParam;
-    this->check_both(make_case<T>(std::vector<int>(9, 0), false, this->seed()), "orders 0");
-    this->check_both(make_case<T>({1}, false, this->seed() + 1), "one matrix of order 1");
-    this->check_both(make_case<T>({1}, true, this->seed() + 2), "one zero matrix of order 1");
-    this->check_both(make_case<T>({0, 1, 0, 1, 1, 0, 1}, true, this->seed() + 3), "orders 0 and 1");
-    this->check_both(make_case<T>({32, 0, 1, 31, 2, 0, 17, 1}, true, this->seed() + 4), "mixed");
-    bc::vgetrf<T>(this->launch(nullptr, 0), bc::Schedule::dsse, 8, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
+    this->check_both(make_lu_case<T>(std::vector<int>(9, 0), false, this->seed()), "orders 0");
+    this->check_both(make_lu_case<T>({1}, false, this->seed() + 1), "one matrix of order 1");
+    this->check_both(make_lu_case<T>({1}, true, this->seed() + 2), "one zero matrix of order 1");
+    this->check_both(make_lu_case<T>({0, 1, 0, 1, 1, 0, 1}, true, this->seed() + 3), "orders 0 and 1");
+    this->check_both(make_lu_case<T>({32, 0, 1, 31, 2, 0, 17, 1}, true, this->seed() + 4), "mixed");
+    bc::vgetrf<T>(this->launch(), bc::Schedule::dsse, 8, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
     ASSERT_TRUE(this->sync());
 }
 
@@ -323,7 +179,7 @@ TYPED_TEST(VBatchedLuSmallCuda, NanInOneMatrix) {
             what << "nmax " << nmax << ", NaN in a matrix of order " << nbad;
             auto sizes = draw_sizes(false, nmax, 37, this->seed() + 5ULL * nmax + nbad);
             sizes[5] = nbad;
-            auto c = make_case<T>(sizes, true, this->seed() + 3ULL * nbad);
+            auto c = make_lu_case<T>(sizes, true, this->seed() + 3ULL * nbad);
             c.A[5](static_cast<int>(rng() % nbad), static_cast<int>(rng() % nbad)) = nan<T>();
             c.nan_at = 5;
             this->check_both(c, what.str());
@@ -346,7 +202,7 @@ TYPED_TEST(VBatchedLuSmallCuda, TiesTakeTheSmallestIndex) {
             what << "n " << n << (kind == 0 ? ", exact ties at every step" : ", near ties in column 1");
             std::mt19937_64 rng(this->seed() + 97ULL * n + kind);
             auto pick = [&](std::initializer_list<double> v) { return *(v.begin() + rng() % v.size()); };
-            Case<T> c;
+            LuCase<T> c;
             const int count = 200;
             for (int b = 0; b < count; ++b) {
                 HostMatrix<T> A = random_matrix<T>(n, n, n, this->seed() + 131ULL * b + n);
@@ -354,7 +210,8 @@ TYPED_TEST(VBatchedLuSmallCuda, TiesTakeTheSmallestIndex) {
                     std::vector<double> L(static_cast<std::size_t>(n) * n, 0.0), U(L.size(), 0.0);
                     for (int j = 0; j < n; ++j) {
                         L[j + static_cast<std::size_t>(j) * n] = 1.0;
-                        for (int i = j + 1; i < n; ++i) L[i + static_cast<std::size_t>(j) * n] = pick({1, -1, 0.5, -0.5, 1, -1});
+                        for (int i = j + 1; i < n; ++i)
+                            L[i + static_cast<std::size_t>(j) * n] = pick({1, -1, 0.5, -0.5, 1, -1});
                         for (int i = 0; i < j; ++i) U[i + static_cast<std::size_t>(j) * n] = pick({-2, -1, 0, 1, 2});
                         U[j + static_cast<std::size_t>(j) * n] = pick({1, -1, 2, -2, 0.5, -0.5});
                     }
@@ -370,12 +227,13 @@ TYPED_TEST(VBatchedLuSmallCuda, TiesTakeTheSmallestIndex) {
                         }
                 } else {
                     for (int i = 0; i < n; ++i)
-                        A(i, 0) = static_cast<T>(pick({1, -1}) * (1.0 + std::ldexp(static_cast<double>(rng() % 3), -40)));
+                        A(i, 0) =
+                            static_cast<T>(pick({1, -1}) * (1.0 + std::ldexp(static_cast<double>(rng() % 3), -40)));
                 }
                 c.A.push_back(A);
                 c.expected.push_back(0);
             }
-            const auto r = this->run_vgetrf(c, bc::Schedule::dsse);
+            const auto r = this->run_vgetrf(c.A, bc::Schedule::dsse);
             for (int b = 0; b < count; ++b) {
                 HostMatrix<T> L = c.A[b], G = c.A[b];
                 std::vector<int> lpiv(n), gpiv;
@@ -390,30 +248,18 @@ TYPED_TEST(VBatchedLuSmallCuda, TiesTakeTheSmallestIndex) {
                 ASSERT_TRUE(checks::passes(res) && res >= 0) << what.str() << ", matrix " << b << ": residual " << res;
             }
             // The fixed-size path on the same batch (one order, lda n).
-            DeviceBuffer<T> data(static_cast<std::size_t>(n) * n * count);
-            DeviceBuffer<T*> ptrs(count);
+            DeviceVBatch<T> d(c.A);
             DeviceBuffer<int> ipiv(static_cast<std::size_t>(n) * count), info(count);
-            std::vector<T*> p(count);
-            for (int b = 0; b < count; ++b) {
-                p[b] = data.get() + static_cast<std::size_t>(n) * n * b;
-                copy(p[b], c.A[b].ptr(), static_cast<std::size_t>(n) * n * sizeof(T), cudaMemcpyHostToDevice);
-            }
-            copy(ptrs.get(), p.data(), p.size() * sizeof(T*), cudaMemcpyHostToDevice);
-            bc::getrf<T>(this->launch(nullptr, 0), n, ptrs.get(), n, ipiv.get(), info.get(), count);
+            bc::getrf<T>(this->launch(), n, d.ptrs.get(), n, ipiv.get(), info.get(), count);
             ASSERT_TRUE(this->sync());
-            std::vector<T> F(static_cast<std::size_t>(n) * n * count);
-            std::vector<int> hp(static_cast<std::size_t>(n) * count), hi(count);
-            copy(F.data(), data.get(), F.size() * sizeof(T), cudaMemcpyDeviceToHost);
-            copy(hp.data(), ipiv.get(), hp.size() * sizeof(int), cudaMemcpyDeviceToHost);
-            copy(hi.data(), info.get(), hi.size() * sizeof(int), cudaMemcpyDeviceToHost);
+            const auto F = d.download(c.A);
+            const auto hp = download_ints(ipiv), hi = download_ints(info);
             for (int b = 0; b < count; ++b) {
                 ASSERT_EQ(hi[b], r.info[b]) << what.str() << ", matrix " << b;
-                ASSERT_TRUE(std::equal(hp.begin() + static_cast<long>(n) * b, hp.begin() + static_cast<long>(n) * (b + 1),
-                                       r.ipiv[b].begin()))
+                ASSERT_TRUE(std::equal(hp.begin() + static_cast<long>(n) * b,
+                                       hp.begin() + static_cast<long>(n) * (b + 1), r.ipiv[b].begin()))
                     << what.str() << ", matrix " << b << ": getrf and vgetrf pivots differ";
-                ASSERT_EQ(std::memcmp(F.data() + static_cast<std::size_t>(n) * n * b, r.F[b].ptr(),
-                                      static_cast<std::size_t>(n) * n * sizeof(T)),
-                          0)
+                ASSERT_EQ(std::memcmp(F[b].ptr(), r.F[b].ptr(), static_cast<std::size_t>(n) * n * sizeof(T)), 0)
                     << what.str() << ", matrix " << b << ": getrf and vgetrf factors differ";
             }
         }

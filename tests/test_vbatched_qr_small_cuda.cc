@@ -20,13 +20,10 @@
 #include <limits>
 #include <random>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <lapacke.h>
 
 #include "batched/cuda/vbatched_kernels.hpp"
 #include "batched/residuals.hpp"
@@ -35,118 +32,18 @@
 #include "common/scalar_traits.hpp"
 #include "cuda_test_support.hpp"
 #include "test_support.hpp"
+#include "vbatched_cuda_support.hpp"
+#include "vbatched_test_support.hpp"
 
 namespace starfact::test {
 namespace {
 
 namespace bc = starfact::batched::cuda;
 
-int lapacke_geqrf(int m, int n, float* a, int lda, float* tau) {
-    return LAPACKE_sgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
-}
-int lapacke_geqrf(int m, int n, double* a, int lda, double* tau) {
-    return LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
-}
-
-void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) {
-    if (bytes > 0 && cudaMemcpy(to, from, bytes, kind) != cudaSuccess) throw std::runtime_error("cudaMemcpy failed");
-}
-
-/// A variable-size QR batch on the device: the matrices back to back in one buffer (padding
-/// included), tau (max(1, min(m, n)) entries each, poisoned with NaN), the pointer arrays and
-/// the shapes.
 template <class T>
-struct DeviceQrBatch {
-    int count;
-    std::vector<int> m, n, ld;
-    std::vector<std::size_t> off, toff;
-    DeviceBuffer<T> data, tau;
-    DeviceBuffer<T*> ptrs, tptrs;
-    DeviceBuffer<int> dm, dn, dld;
-
-    explicit DeviceQrBatch(const std::vector<HostMatrix<T>>& h) : count(static_cast<int>(h.size())) {
-        std::size_t total = 0, ttotal = 0;
-        for (const auto& A : h) {
-            m.push_back(A.m), n.push_back(A.n), ld.push_back(A.ld);
-            off.push_back(total), toff.push_back(ttotal);
-            total += A.data.size();
-            ttotal += static_cast<std::size_t>(std::max(1, std::min(A.m, A.n)));
-        }
-        const std::size_t c = std::max<std::size_t>(h.size(), 1);
-        data = DeviceBuffer<T>(std::max<std::size_t>(total, 1));
-        tau = DeviceBuffer<T>(std::max<std::size_t>(ttotal, 1));
-        ptrs = DeviceBuffer<T*>(c), tptrs = DeviceBuffer<T*>(c);
-        dm = DeviceBuffer<int>(c), dn = DeviceBuffer<int>(c), dld = DeviceBuffer<int>(c);
-        std::vector<T*> p, tp;
-        for (int b = 0; b < count; ++b) {
-            p.push_back(data.get() + off[b]);
-            tp.push_back(tau.get() + toff[b]);
-            copy(p[b], h[b].ptr(), h[b].data.size() * sizeof(T), cudaMemcpyHostToDevice);
-        }
-        std::vector<T> poison(tau.size(), nan<T>());
-        copy(tau.get(), poison.data(), poison.size() * sizeof(T), cudaMemcpyHostToDevice);
-        copy(ptrs.get(), p.data(), p.size() * sizeof(T*), cudaMemcpyHostToDevice);
-        copy(tptrs.get(), tp.data(), tp.size() * sizeof(T*), cudaMemcpyHostToDevice);
-        copy(dm.get(), m.data(), m.size() * sizeof(int), cudaMemcpyHostToDevice);
-        copy(dn.get(), n.data(), n.size() * sizeof(int), cudaMemcpyHostToDevice);
-        copy(dld.get(), ld.data(), ld.size() * sizeof(int), cudaMemcpyHostToDevice);
-    }
-    std::vector<HostMatrix<T>> download() const {
-        std::vector<HostMatrix<T>> h;
-        for (int b = 0; b < count; ++b) {
-            h.emplace_back(m[b], n[b], ld[b]);
-            copy(h[b].ptr(), data.get() + off[b], h[b].data.size() * sizeof(T), cudaMemcpyDeviceToHost);
-        }
-        return h;
-    }
-    std::vector<std::vector<T>> download_tau() const {
-        std::vector<T> all(tau.size());
-        copy(all.data(), tau.get(), all.size() * sizeof(T), cudaMemcpyDeviceToHost);
-        std::vector<std::vector<T>> h;
-        for (int b = 0; b < count; ++b)
-            h.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(toff[b]),
-                           all.begin() + static_cast<std::ptrdiff_t>(toff[b]) + std::max(1, std::min(m[b], n[b])));
-        return h;
-    }
-};
-
-/// Matrix b: m[b] x n[b], lda m[b] + b % 3, uniform [-1, 1) entries times scale.
-template <class T>
-std::vector<HostMatrix<T>> random_batch(const std::vector<int>& m, const std::vector<int>& n, std::uint64_t seed,
-                                        double scale = 1.0) {
-    std::vector<HostMatrix<T>> A;
-    for (std::size_t b = 0; b < m.size(); ++b) {
-        A.push_back(random_matrix<T>(m[b], n[b], std::max(1, m[b] + static_cast<int>(b % 3)), seed + 7919ULL * b));
-        for (int j = 0; j < n[b]; ++j)
-            for (int i = 0; i < m[b]; ++i) A.back()(i, j) = static_cast<T>(A.back()(i, j) * scale);
-    }
-    return A;
-}
-
-/// The factored matrices and their tau.
-template <class T>
-using Factored = std::pair<std::vector<HostMatrix<T>>, std::vector<std::vector<T>>>;
-
-template <class T>
-class VBatchedQrSmallCuda : public CudaHandlesTest {
+class VBatchedQrSmallCuda : public VBatchedCudaTest {
 protected:
-    VBatchedQrSmallCuda() : CudaHandlesTest("variable-size batched QR (small)") {}
-
-    /// vgeqrf with schedule s on a device copy of A; the factors and tau.
-    Factored<T> factor(const std::vector<HostMatrix<T>>& A, bc::Schedule s) {
-        const int count = static_cast<int>(A.size());
-        DeviceQrBatch<T> d(A);
-        const bc::VQrBounds bounds = bc::vqr_bounds(d.m.data(), d.n.data(), count);
-        const std::size_t bytes = bc::vgeqrf_workspace<T>(count);
-        bc::Launch l;
-        l.stream = stream_;
-        l.cublas = blas_;
-        l.workspace = bytes > 0 ? workspace(bytes) : nullptr;
-        l.workspace_bytes = bytes;
-        bc::vgeqrf<T>(l, s, bounds, d.dm.get(), d.dn.get(), d.ptrs.get(), d.dld.get(), d.tptrs.get(), count);
-        EXPECT_TRUE(sync());
-        return {d.download(), d.download_tau()};
-    }
+    VBatchedQrSmallCuda() : VBatchedCudaTest("variable-size batched QR (small)") {}
 
     /// Every matrix of (F, tau) = vgeqrf(A) against LAPACKE's geqrf on A: the QR residual of
     /// the leading m x min(m, n) block below 30; R and V within 200 max(m, n) eps max|F_lapack|
@@ -156,24 +53,14 @@ protected:
         const auto& F = r.first;
         const auto& tau = r.second;
         const double eps = ScalarTraits<T>::eps;
-        int reported = 0;
-        auto report = [&](std::size_t b, const std::string& what) {
-            ADD_FAILURE() << "matrix " << b << " (" << A[b].m << " x " << A[b].n << ", lda " << A[b].ld
-                          << "): " << what;
-            return ++reported >= 5;
-        };
+        BatchReport<T> report("", A, false);
         for (std::size_t b = 0; b < A.size(); ++b) {
             const int m = A[b].m, n = A[b].n, k = std::min(m, n);
-            if (non_nan_in_padding(F[b]) != 0 && report(b, "the padding was written")) break;
-            if (k == 0) {
-                if (std::memcmp(F[b].ptr(), A[b].ptr(), A[b].data.size() * sizeof(T)) != 0 && report(b, "A written"))
-                    break;
-                if (!std::isnan(tau[b][0]) && report(b, "tau written")) break;
-                continue;
-            }
-            HostMatrix<T> R = A[b];
-            std::vector<T> rtau(k);
-            if (lapacke_geqrf(m, n, R.ptr(), R.ld, rtau.data()) != 0 && report(b, "LAPACKE failed")) break;
+            const auto v = check_qr_matrix(A[b], F[b], tau[b]);
+            if (report_all(v.failures, static_cast<int>(b), report)) break;
+            if (!v.compare) continue;
+            const auto& R = v.R;
+            const auto& rtau = v.rtau;
             // The residual of the leading m x k block (all of A when m >= n).
             const double res = batched::residuals::geqrf(m, k, A[b].ptr(), A[b].ld, F[b].ptr(), F[b].ld, tau[b].data());
             if (!(checks::passes(res) && res >= 0)) {
@@ -210,8 +97,8 @@ protected:
 
     /// Both schedules against LAPACKE and bitwise equal to each other.
     void factor_and_check(const std::vector<HostMatrix<T>>& A) {
-        const auto ss = factor(A, bc::Schedule::ssde);
-        const auto ds = factor(A, bc::Schedule::dsse);
+        const auto ss = this->run_vgeqrf(A, bc::Schedule::ssde);
+        const auto ds = this->run_vgeqrf(A, bc::Schedule::dsse);
         check(A, ds);
         for (std::size_t b = 0; b < A.size(); ++b) {
             ASSERT_EQ(std::memcmp(ss.first[b].ptr(), ds.first[b].ptr(), A[b].data.size() * sizeof(T)), 0)
@@ -222,7 +109,6 @@ protected:
     }
 };
 
-using Precisions = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(VBatchedQrSmallCuda, Precisions);
 
 /// Every shape m x n with m <= mmax, n <= nmax once, in a shuffled order (so matrices of
@@ -348,8 +234,8 @@ TYPED_TEST(VBatchedQrSmallCuda, NanAffectsOnlyItsMatrix) {
             auto Abad = A;
             Abad[victim](nmax / 2, nmax / 2) = bad;
             Abad[victim](0, 0) = bad;
-            const auto good = this->factor(A, bc::Schedule::dsse);
-            const auto worse = this->factor(Abad, bc::Schedule::dsse);
+            const auto good = this->run_vgeqrf(A, bc::Schedule::dsse);
+            const auto worse = this->run_vgeqrf(Abad, bc::Schedule::dsse);
             EXPECT_GT(non_finite(worse.first[victim]), 0) << "the planted value vanished";
             for (int b = 0; b < count; ++b) {
                 if (b == victim) continue;

@@ -1,15 +1,21 @@
-// Helpers of the variable-size batched LU suites (test_vbatched, test_vbatched_cuda): the LU
-// residual with pivots checked in range, and general matrices with a planted zero pivot.
+// Helpers of the variable-size batched LU suites (test_vbatched, test_vbatched_cuda,
+// test_vbatched_lu_small_cuda): the LU residual with pivots checked in range, general matrices
+// with a planted zero pivot, LU batches, and the checks every vgetrf result gets.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "common/blas.hpp"
+#include "common/checks.hpp"
 #include "common/scalar_traits.hpp"
 #include "test_support.hpp"
+#include "vbatched_test_support.hpp"
 
 namespace starfact::test {
 
@@ -59,6 +65,80 @@ HostMatrix<T> lu_failing_at(int n, int k, int ld, std::uint64_t seed) {
     HostMatrix<T> A = random_matrix<T>(n, n, ld, seed);
     for (int i = 0; i < n; ++i) A(i, k - 1) = T(0);
     return A;
+}
+
+/// A general batch to factor: uniform [-1, 1) matrices (lda[b] = max(1, n[b] + b % 3)), zero
+/// pivots planted as in plant_failures (columns 1, n/2+1, n), and LAPACK's info on each.
+template <class T>
+struct LuCase {
+    std::vector<HostMatrix<T>> A;
+    std::vector<int> expected;  ///< planted info (0: none)
+    int nan_at = -1;            ///< the matrix holding a NaN, if any (its info and pivots are only range-checked)
+};
+
+template <class T>
+LuCase<T> make_lu_case(std::vector<int> n, bool plant, std::uint64_t seed) {
+    const PlantedOrders p = plant_failures(std::move(n), plant);
+    LuCase<T> c;
+    c.expected = p.expected;
+    for (std::size_t b = 0; b < p.n.size(); ++b) {
+        const int nb = p.n[b], ld = std::max(1, nb + static_cast<int>(b % 3));
+        const std::uint64_t s = seed + 7919ULL * b;
+        c.A.push_back(p.expected[b] != 0 ? lu_failing_at<T>(nb, p.expected[b], ld, s)
+                                         : random_matrix<T>(nb, nb, ld, s));
+    }
+    return c;
+}
+
+/// What one vgetrf call returned.
+template <class T>
+struct LuResult {
+    std::vector<HostMatrix<T>> F;
+    std::vector<std::vector<int>> ipiv;  ///< max(1, n) entries per matrix (poison -99 past n)
+    std::vector<int> info;
+};
+
+/// The checks of matrix b of r = vgetrf(c) before its factor is compared, in order: the padding
+/// untouched; the pivots in range (empty_pivot: an empty matrix's pivot slot still -99); the NaN
+/// matrix's info in [0, n]; else info the planted one and LAPACKE's (on a copy), then the residual
+/// below the threshold. failures: what failed; compare: whether to go on to the pivots and factor.
+template <class T>
+struct LuMatrixCheck {
+    std::vector<std::string> failures;
+    bool compare = false;
+    HostMatrix<T> L;        ///< LAPACKE's factor
+    std::vector<int> lpiv;  ///< LAPACKE's pivots
+};
+
+template <class T>
+LuMatrixCheck<T> check_lu_matrix(const LuCase<T>& c, const LuResult<T>& r, int b, bool empty_pivot) {
+    const auto& A = c.A[b];
+    const int nb = A.n;
+    LuMatrixCheck<T> v{{}, false, A, std::vector<int>(std::max(nb, 1), -99)};
+    const int linfo = nb == 0 ? 0 : blas::getrf(nb, nb, v.L.ptr(), v.L.ld, v.lpiv.data());
+    if (non_nan_in_padding(r.F[b]) != 0) v.failures.push_back("the padding was written");
+    bool in_range = true;
+    for (int i = 0; i < nb; ++i) in_range = in_range && r.ipiv[b][i] >= i + 1 && r.ipiv[b][i] <= nb;
+    if (!in_range) v.failures.push_back("a pivot out of range");
+    if (empty_pivot && nb == 0 && r.ipiv[b][0] != -99) v.failures.push_back("a pivot written for an empty matrix");
+    if (b == c.nan_at) {
+        if (r.info[b] < 0 || r.info[b] > nb) v.failures.push_back("info out of range");
+        return v;
+    }
+    if (r.info[b] != c.expected[b] || linfo != c.expected[b]) {
+        std::ostringstream m;
+        m << "info " << r.info[b] << ", planted " << c.expected[b] << ", LAPACKE's " << linfo;
+        v.failures.push_back(m.str());
+        return v;
+    }
+    const double res = lu_residual_ratio(A, r.F[b], r.ipiv[b].data());
+    if (!(checks::passes(res) && res >= 0)) {
+        std::ostringstream m;
+        m << "residual " << res;
+        v.failures.push_back(m.str());
+    }
+    v.compare = true;
+    return v;
 }
 
 }  // namespace starfact::test
