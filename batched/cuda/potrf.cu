@@ -13,8 +13,9 @@
 // The triangular solves recurse the same way down to kCut-column leaves (our kernel: the leaf's
 // triangle in shared memory, one row of the right-hand side per thread), with the off-diagonal
 // updates as cuBLAS batched gemms; the symmetric update is the same recursion over its
-// rectangles (batched gemms, one per level and shape) plus our kernel for its kCut x kCut diagonal blocks, which writes
-// only their named triangle. The upper case is the lower one read through transposed indices:
+// rectangles (batched gemms, one per level and shape) plus our kernel for its diagonal blocks
+// (64 x 64 in double on the tensor cores above order 32, else kCut x kCut), which writes only
+// their named triangle. The upper case is the lower one read through transposed indices:
 // every kernel and gemm takes a View that maps (i, j) of the lower factor L = U^T to memory.
 //
 // potrf_strided (a batch in one array at a fixed stride) runs the same walk with the single
@@ -498,40 +499,44 @@ __global__ void __launch_bounds__(kSyrkThreads)
 }
 
 /// The same update in FP64 on the tensor cores (double only; float keeps the kernel above,
-/// since float wmma would round through TF32): two warps, the ten 8 x 8 tiles of the lower
-/// triangle (warp 0: tile rows 0 and 3, warp 1: rows 1 and 2), m8n8k4 products from the
-/// staged 32-column chunks of A, the sum staged in shared memory and subtracted from C's lower
-/// triangle only.
-__global__ void __launch_bounds__(kSyrkThreads)
+/// since float wmma would round through TF32), for KD x KD diagonal blocks (KD = 32 or 64):
+/// KD / 16 warps, the KD / 8 * (KD / 8 + 1) / 2 tiles of 8 x 8 of the lower triangle shared
+/// by pairs of tile rows (warp w: rows w and KD / 8 - 1 - w, the same count of tiles for every
+/// warp), m8n8k4 products from the staged kCut-column chunks of A, the sum staged in shared
+/// memory and subtracted from C's lower triangle only.
+template <int KD>
+__global__ void __launch_bounds__(2 * KD)
     syrk_diag_dmma_kernel(double* const* C, View cv, const double* const* A, View av, int n, int k, const int* info,
                           int count, int diag_blocks) {
     namespace wmma = nvcuda::wmma;
     constexpr int K = kCut;
-    constexpr int LA = K + 4;  // a multiple of 4, as wmma wants; tiles start on 32-byte boundaries
-    static_assert(kSyrkThreads == 64 && K == 32, "two warps, 4 x 4 tiles of 8 x 8");
-    __shared__ __align__(32) double sA[K * LA];
+    constexpr int NT = 2 * KD;
+    constexpr int TR = KD / 8;  // tile rows
+    constexpr int LA = KD + 4;  // a multiple of 4, as wmma wants; tiles start on 32-byte boundaries
+    static_assert(K == 32 && (KD == 32 || KD == 64), "4 x 4 or 8 x 8 tiles of 8 x 8, 32-column chunks");
+    __shared__ __align__(32) double sA[LA * (KD > K ? KD : K)];
 
     const int b = blockIdx.x / diag_blocks;
-    const int t0 = (blockIdx.x % diag_blocks) * K;
+    const int t0 = (blockIdx.x % diag_blocks) * KD;
     if (b >= count) return;
     if (info != nullptr && info[b] != 0) return;
     const double* a = A[b];
     const int tid = threadIdx.x;
     const int warp = tid / 32;
-    const int I0 = warp == 0 ? 0 : 1;  // this warp's two tile rows
-    const int I1 = 3 - I0;
-    wmma::fragment<wmma::accumulator, 8, 8, 4, double> acc0[4], acc1[4];
+    const int I0 = warp;  // this warp's two tile rows
+    const int I1 = TR - 1 - warp;
+    wmma::fragment<wmma::accumulator, 8, 8, 4, double> acc0[TR / 2], acc1[TR];
 #pragma unroll
-    for (int J = 0; J < 4; ++J) {
-        wmma::fill_fragment(acc0[J], 0.0);
+    for (int J = 0; J < TR; ++J) {
+        if (J < TR / 2) wmma::fill_fragment(acc0[J], 0.0);
         wmma::fill_fragment(acc1[J], 0.0);
     }
 
     for (int l0 = 0; l0 < k; l0 += K) {
 #pragma unroll
-        for (int e = tid; e < K * K; e += kSyrkThreads) {
-            const int i = av.trans ? e / K : e % K;
-            const int l = av.trans ? e % K : e / K;
+        for (int e = tid; e < KD * K; e += NT) {
+            const int i = av.trans ? e / K : e % KD;
+            const int l = av.trans ? e % K : e / KD;
             const bool in = t0 + i < n && l0 + l < k;
             sA[i + l * LA] = in ? a[av.idx(t0 + i, l0 + l)] : 0.0;
         }
@@ -542,12 +547,12 @@ __global__ void __launch_bounds__(kSyrkThreads)
             wmma::load_matrix_sync(a0, sA + 8 * I0 + s * LA, LA);
             wmma::load_matrix_sync(a1, sA + 8 * I1 + s * LA, LA);
 #pragma unroll
-            for (int J = 0; J < 4; ++J) {
+            for (int J = 0; J < TR; ++J) {
                 if (J <= I1) {  // (I1 >= I0)
                     // B = A^T: element (l, j) = A(8J + j, s + l), row-major with leading LA.
                     wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::row_major> bj;
                     wmma::load_matrix_sync(bj, sA + 8 * J + s * LA, LA);
-                    if (J <= I0) wmma::mma_sync(acc0[J], a0, bj, acc0[J]);
+                    if (J < TR / 2 && J <= I0) wmma::mma_sync(acc0[J], a0, bj, acc0[J]);
                     wmma::mma_sync(acc1[J], a1, bj, acc1[J]);
                 }
             }
@@ -555,15 +560,16 @@ __global__ void __launch_bounds__(kSyrkThreads)
         __syncthreads();
     }
 #pragma unroll
-    for (int J = 0; J < 4; ++J) {
-        if (J <= I0) wmma::store_matrix_sync(sA + 8 * I0 + 8 * J * LA, acc0[J], LA, wmma::mem_col_major);
+    for (int J = 0; J < TR; ++J) {
+        if (J < TR / 2 && J <= I0)
+            wmma::store_matrix_sync(sA + 8 * I0 + 8 * J * LA, acc0[J], LA, wmma::mem_col_major);
         if (J <= I1) wmma::store_matrix_sync(sA + 8 * I1 + 8 * J * LA, acc1[J], LA, wmma::mem_col_major);
     }
     __syncthreads();
     double* c = C[b];
-    for (int e = tid; e < K * K; e += kSyrkThreads) {
-        const int i = cv.trans ? e / K : e % K;  // consecutive threads along memory
-        const int j = cv.trans ? e % K : e / K;
+    for (int e = tid; e < KD * KD; e += NT) {
+        const int i = cv.trans ? e / KD : e % KD;  // consecutive threads along memory
+        const int j = cv.trans ? e % KD : e / KD;
         if (i >= j && t0 + i < n) c[cv.idx(t0 + i, t0 + j)] -= sA[i + j * LA];
     }
 }
@@ -787,16 +793,22 @@ public:
     /// C (n x n, lower) <- C - A A^T, A n x k; both views of the same matrices Cp.
     void syrk(T* const* Cp, View c, View a, int n, int k) {
         if (n <= 0 || k <= 0) return;
-        rectangles(Cp, c, a, n, k);
+        const int kd = syrk_diag_width(n);
+        rectangles(Cp, c, a, n, k, kd);
         if (planning_) return;
-        const int diag_blocks = detail::ceil_div(n, kCut);
-        const long long blocks = static_cast<long long>(diag_blocks) * count_;
-        if constexpr (std::is_same_v<T, double>)
-            syrk_diag_dmma_kernel<<<static_cast<unsigned>(blocks), kSyrkThreads, 0, launch_.stream>>>(
-                Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
-        else
-            syrk_diag_kernel<T><<<static_cast<unsigned>(blocks), kSyrkThreads, 0, launch_.stream>>>(
-                Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
+        const int diag_blocks = detail::ceil_div(n, kd);
+        const auto blocks = static_cast<unsigned>(static_cast<long long>(diag_blocks) * count_);
+        if constexpr (std::is_same_v<T, double>) {
+            if (kd == 2 * kCut)
+                syrk_diag_dmma_kernel<2 * kCut><<<blocks, 4 * kCut, 0, launch_.stream>>>(Cp, c, Cp, a, n, k, info_,
+                                                                                          count_, diag_blocks);
+            else
+                syrk_diag_dmma_kernel<kCut><<<blocks, 2 * kCut, 0, launch_.stream>>>(Cp, c, Cp, a, n, k, info_,
+                                                                                     count_, diag_blocks);
+        } else {
+            syrk_diag_kernel<T><<<blocks, kSyrkThreads, 0, launch_.stream>>>(Cp, c, Cp, a, n, k, info_, count_,
+                                                                             diag_blocks);
+        }
         detail::check_launch("potrf syrk diagonal kernel");
     }
 
@@ -814,8 +826,20 @@ public:
     }
 
 private:
-    // The off-diagonal rectangles of the symmetric update, by the same cuts as the leaves.
-    void rectangles(T* const* Cp, View c, View a, int n, int k) {
+    /// Width of the symmetric update's diagonal blocks (our kernel; the rectangles between them
+    /// go to cuBLAS): 64 in double above n = 32 (the tensor-core kernel), else kCut.
+    /// TEMPORARY switch STARFACT_BCHOL_SYRK64=0 (the former 32 everywhere), for one A/B run.
+    static int syrk_diag_width(int n) {
+        static const bool off = [] {
+            const char* s = std::getenv("STARFACT_BCHOL_SYRK64");
+            return s != nullptr && std::strcmp(s, "0") == 0;
+        }();
+        return std::is_same_v<T, double> && n > kCut && !off ? 2 * kCut : kCut;
+    }
+
+    // The off-diagonal rectangles of the symmetric update, cut at multiples of kd (the diagonal
+    // blocks left are kd-aligned and at most kd wide, as the diagonal kernel takes them).
+    void rectangles(T* const* Cp, View c, View a, int n, int k, int kd) {
         // Level by level (the rectangles are independent): those of one level with the same
         // shape go to one batched gemm over (rectangles x count) problems, 3 launches instead of
         // 7 for n = 256. H100, FP64, 2000 x 512 (commit 1bb174f): lower 10.50 against 10.55 ms
@@ -831,11 +855,11 @@ private:
             next.clear();
             std::size_t i = 0;
             while (i < level.size()) {
-                if (level[i].n <= kCut) {
+                if (level[i].n <= kd) {
                     ++i;
                     continue;
                 }
-                const int n1 = split(level[i].n), n2 = level[i].n - n1;
+                const int n1 = kd * ((detail::ceil_div(level[i].n, kd) + 1) / 2), n2 = level[i].n - n1;
                 jobs.clear();
                 std::size_t j = i;
                 for (; j < level.size() && level[j].n == level[i].n; ++j) {
