@@ -11,15 +11,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <string>
-#include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "batched/batched.hpp"
 #include "batched/cuda/kernels.hpp"
@@ -28,123 +23,58 @@
 #include "batched/vbatched.hpp"
 #include "bench/bench_common.hpp"
 #include "bench/bench_vbatched_common.hpp"
-#include "common/matgen.hpp"
-#include "common/parallel.hpp"
 
 namespace {
 using namespace starfact;
 namespace bc = starfact::batched::cuda;
 using bench::vbatched::device_alloc;
-
-constexpr int kSources = 16;  // distinct uniform matrices of order NMAX; matrix b is a leading block of one
+using bench::vbatched::upload;
 
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"variable-size batched QR (FP64): SSDE, DSSE, padded fixed-size, CPU"};
-    std::vector<int> nmaxes{32, 64, 128, 256, 512};
-    std::vector<std::string> dists{"uniform", "skewed"};
-    int count = 5000, reps = 5;
-    bool cpu = true;
-    std::string out_path;
-    app.add_option("--nmax", nmaxes, "Largest orders")->check(CLI::PositiveNumber);
-    app.add_option("--dist", dists, "Distributions: uniform, skewed")->check(CLI::IsMember({"uniform", "skewed"}));
-    app.add_option("--count", count, "Matrices per batch")->check(CLI::PositiveNumber);
-    app.add_option("--reps", reps, "Timed repetitions (median reported)")->check(CLI::PositiveNumber);
-    app.add_option("--cpu", cpu, "Run the CPU baseline");
-    app.add_option("--json", out_path, "Also write the JSON lines to this file");
+    bench::vbatched::Options o;
+    o.add_to(app);
     CLI11_PARSE(app, argc, argv);
+    const int count = o.count, reps = o.reps;
 
-    bench::Emitter emit(out_path);
-    cudaDeviceProp prop{};
-    bench::check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    emit({{"record", "config"},
-          {"device", prop.name},
-          {"sms", prop.multiProcessorCount},
-          {"cpu_threads", std::thread::hardware_concurrency()},
-          {"reps", reps}});
+    bench::Emitter emit(o.out_path);
+    bench::vbatched::emit_config(emit, reps);
     cublasHandle_t blas;
     bench::check(cublasCreate(&blas), "cublasCreate");
 
-    for (const auto& dist : dists)
-        for (int nmax : nmaxes) {
-            const auto n = bench::vbatched::draw_sizes(dist, nmax, count, 1000 + nmax);
+    for (const auto& dist : o.dists)
+        for (int nmax : o.nmaxes) {
+            const auto src = bench::vbatched::sources(nmax, false);
+            const bench::vbatched::PackedBatch a(bench::vbatched::draw_sizes(dist, nmax, count, 1000 + nmax), src,
+                                                 nmax);
+            const auto& n = a.n;
+            const auto& ld = a.ld;
             double flops = 0;
-            std::vector<std::size_t> off(count + 1, 0), toff(count + 1, 0);
-            std::vector<int> ld(count);
+            std::vector<std::size_t> toff(count + 1, 0);
             for (int b = 0; b < count; ++b) {
-                ld[b] = std::max(1, n[b]);
-                off[b + 1] = off[b] + static_cast<std::size_t>(ld[b]) * n[b];
                 toff[b + 1] = toff[b] + static_cast<std::size_t>(std::max(n[b], 1));
                 flops += batched::geqrf_flops(n[b], n[b]);
             }
-            const std::size_t total = off[count];
-            std::vector<std::vector<double>> src(kSources, std::vector<double>(std::size_t(nmax) * nmax));
-            for (int s = 0; s < kSources; ++s) matgen::uniform(nmax, nmax, 77 + 13 * s + nmax, src[s].data(), nmax);
-            std::vector<double> host(total);
-            parallel_for(count, [&](int b) {
-                const auto& S = src[b % kSources];
-                for (int j = 0; j < n[b]; ++j)
-                    std::copy(S.begin() + std::size_t(j) * nmax, S.begin() + std::size_t(j) * nmax + n[b],
-                              host.begin() + off[b] + std::size_t(j) * ld[b]);
-            });
-            double* d_orig = device_alloc<double>(total);
-            double* d_work = device_alloc<double>(total);
             double* d_tau = device_alloc<double>(toff[count]);
-            bench::check(cudaMemcpy(d_orig, host.data(), sizeof(double) * total, cudaMemcpyHostToDevice), "cudaMemcpy");
-            std::vector<double*> p(count), pt(count);
-            for (int b = 0; b < count; ++b) {
-                p[b] = d_work + off[b];
-                pt[b] = d_tau + toff[b];
-            }
-            double** d_ptrs = device_alloc<double*>(count);
+            std::vector<double*> pt(count);
+            for (int b = 0; b < count; ++b) pt[b] = d_tau + toff[b];
             double** d_tptrs = device_alloc<double*>(count);
-            int *d_n = device_alloc<int>(count), *d_ld = device_alloc<int>(count), *d_info = device_alloc<int>(count);
-            bench::check(cudaMemcpy(d_ptrs, p.data(), sizeof(double*) * count, cudaMemcpyHostToDevice), "cudaMemcpy");
-            bench::check(cudaMemcpy(d_tptrs, pt.data(), sizeof(double*) * count, cudaMemcpyHostToDevice), "cudaMemcpy");
-            bench::check(cudaMemcpy(d_n, n.data(), sizeof(int) * count, cudaMemcpyHostToDevice), "cudaMemcpy");
-            bench::check(cudaMemcpy(d_ld, ld.data(), sizeof(int) * count, cudaMemcpyHostToDevice), "cudaMemcpy");
-            auto restore = [&] {
-                bench::check(cudaMemcpyAsync(d_work, d_orig, sizeof(double) * total, cudaMemcpyDeviceToDevice, nullptr),
-                             "cudaMemcpyAsync");
-            };
+            upload(d_tptrs, pt);
+            auto restore = [&] { a.restore(); };
             // The residual of the largest matrix and the largest over a sample of 64 others.
             auto residual = [&] {
-                std::vector<double> f(total), tau(toff[count]);
-                bench::check(cudaMemcpy(f.data(), d_work, sizeof(double) * total, cudaMemcpyDeviceToHost),
-                             "cudaMemcpy");
+                const auto f = a.download_work();
+                std::vector<double> tau(toff[count]);
                 bench::check(cudaMemcpy(tau.data(), d_tau, sizeof(double) * tau.size(), cudaMemcpyDeviceToHost),
                              "cudaMemcpy");
-                std::vector<int> pick;
-                int big = 0;
-                for (int b = 0; b < count; ++b)
-                    if (n[b] > n[big]) big = b;
-                pick.push_back(big);
-                for (int k = 0; k < 64 && k < count; ++k) pick.push_back(static_cast<int>((k * 7919LL) % count));
-                std::vector<double> r(pick.size());
-                parallel_for(static_cast<int>(pick.size()), [&](int k) {
-                    const int b = pick[k];
-                    r[k] = batched::residuals::geqrf<double>(n[b], n[b], host.data() + off[b], ld[b], f.data() + off[b],
-                                                             ld[b], tau.data() + toff[b]);
-                });
-                return *std::max_element(r.begin(), r.end(), [](double a, double c) {
-                    return std::isnan(c) ? false : (std::isnan(a) || a < c);
+                return bench::vbatched::sampled_residual(a, [&](int b) {
+                    return batched::residuals::geqrf<double>(n[b], n[b], a.host.data() + a.off[b], ld[b],
+                                                             f.data() + a.off[b], ld[b], tau.data() + toff[b]);
                 });
             };
-            struct Point {
-                std::string impl;
-                double t;
-            };
-            std::vector<Point> pts;
-            auto record = [&](const std::string& op, const std::string& impl, double t, double useful,
-                              nlohmann::ordered_json extra) {
-                nlohmann::ordered_json j{
-                    {"record", "point"}, {"op", op},     {"nmax", nmax}, {"dist", dist},
-                    {"count", count},    {"impl", impl}, {"seconds", t}, {"gflops", useful / t / 1e9}};
-                for (auto& [k, v] : extra.items()) j[k] = v;
-                emit(j);
-                if (op == "vgeqrf") pts.push_back({impl, t});
-            };
+            bench::vbatched::Points pts(emit, "vgeqrf", nmax, dist, count);
 
             const bc::VQrBounds bounds = bc::vqr_bounds(n.data(), n.data(), count);
             const std::size_t vws = bc::vgeqrf_workspace<double>(count);
@@ -152,129 +82,67 @@ int main(int argc, char** argv) {
             bc::Launch launch{nullptr, blas, d_vws, vws};
             for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) {
                 const double t = bench::time_on_device(reps, restore, [&] {
-                    bc::vgeqrf<double>(launch, s, bounds, d_n, d_n, d_ptrs, d_ld, d_tptrs, count);
+                    bc::vgeqrf<double>(launch, s, bounds, a.d_n, a.d_n, a.d_ptrs, a.d_ld, d_tptrs, count);
                 });
-                record("vgeqrf", s == bc::Schedule::ssde ? "starfact_ssde" : "starfact_dsse", t, flops,
-                       {{"residual_max_sampled", residual()}});
+                pts.record("vgeqrf", s == bc::Schedule::ssde ? "starfact_ssde" : "starfact_dsse", t, flops,
+                           {{"residual_max_sampled", residual()}});
             }
-            {  // vgeqrs, nrhs = 1, from the DSSE factors now in d_work
+            {  // vgeqrs, nrhs = 1, from the DSSE factors now in the work copy
                 double* d_b = device_alloc<double>(toff[count]);
                 std::vector<double> hb(toff[count], 1.0);
                 std::vector<double*> pb(count);
                 for (int b = 0; b < count; ++b) pb[b] = d_b + toff[b];
                 double** d_bptrs = device_alloc<double*>(count);
-                bench::check(cudaMemcpy(d_bptrs, pb.data(), sizeof(double*) * count, cudaMemcpyHostToDevice),
-                             "cudaMemcpy");
+                upload(d_bptrs, pb);
                 double rflops = 0;
                 for (int b = 0; b < count; ++b)
                     rflops += batched::gels_flops(n[b], n[b], 1) - batched::geqrf_flops(n[b], n[b]);
                 const double t = bench::time_on_device(
-                    reps,
+                    reps, [&] { upload(d_b, hb); },
                     [&] {
-                        bench::check(cudaMemcpy(d_b, hb.data(), sizeof(double) * hb.size(), cudaMemcpyHostToDevice),
-                                     "cudaMemcpy");
-                    },
-                    [&] {
-                        bc::vgeqrs<double>(launch, bounds, d_n, d_n, 1, d_ptrs, d_ld, d_tptrs, d_bptrs, d_ld, d_info,
-                                           count);
+                        bc::vgeqrs<double>(launch, bounds, a.d_n, a.d_n, 1, a.d_ptrs, a.d_ld, d_tptrs, d_bptrs, a.d_ld,
+                                           a.d_info, count);
                     });
-                record("vgeqrs", "starfact", t, rflops, {{"nrhs", 1}});
+                pts.record("vgeqrs", "starfact", t, rflops, {{"nrhs", 1}});
                 cudaFree(d_bptrs);
                 cudaFree(d_b);
             }
             {  // padded to nmax (identity outside each matrix): the fixed-size geqrf
-                const std::size_t per = std::size_t(nmax) * nmax;
-                double* d_pad_orig = device_alloc<double>(per * count);
-                double* d_pad = device_alloc<double>(per * count);
+                const bench::vbatched::PaddedBatch pad(a, nmax);
                 double* d_pad_tau = device_alloc<double>(std::size_t(nmax) * count);
-                std::vector<double> eye(per, 0.0);
-                for (int i = 0; i < nmax; ++i) eye[i + std::size_t(i) * nmax] = 1.0;
-                bench::check(cudaMemcpy(d_pad_orig, eye.data(), sizeof(double) * per, cudaMemcpyHostToDevice),
-                             "cudaMemcpy");
-                for (int b = 1; b < count; ++b)
-                    bench::check(cudaMemcpyAsync(d_pad_orig + per * b, d_pad_orig, sizeof(double) * per,
-                                                 cudaMemcpyDeviceToDevice, nullptr),
-                                 "cudaMemcpyAsync");
-                for (int b = 0; b < count; ++b)
-                    bench::check(cudaMemcpy2DAsync(d_pad_orig + per * b, sizeof(double) * nmax, d_orig + off[b],
-                                                   sizeof(double) * ld[b], sizeof(double) * n[b], n[b],
-                                                   cudaMemcpyDeviceToDevice, nullptr),
-                                 "cudaMemcpy2DAsync");
-                double** d_pad_ptrs = device_alloc<double*>(count);
-                bc::strided_pointers<double>(d_pad_ptrs, d_pad, static_cast<long long>(per), count, nullptr);
                 const std::size_t ws = bc::geqrf_workspace<double>(nmax, nmax, count);
                 void* d_ws = ws > 0 ? device_alloc<char>(ws) : nullptr;
                 bc::Launch fl{nullptr, blas, d_ws, ws};
-                auto pad_restore = [&] {
-                    bench::check(cudaMemcpyAsync(d_pad, d_pad_orig, sizeof(double) * per * count,
-                                                 cudaMemcpyDeviceToDevice, nullptr),
-                                 "cudaMemcpyAsync");
-                };
+                auto pad_restore = [&] { pad.restore(); };
                 const double tp = bench::time_on_device(
-                    reps, pad_restore, [&] { bc::geqrf<double>(fl, nmax, nmax, d_pad_ptrs, nmax, d_pad_tau, count); });
-                record("vgeqrf", "padded_fixed", tp, flops, {});
+                    reps, pad_restore, [&] { bc::geqrf<double>(fl, nmax, nmax, pad.d_ptrs, nmax, d_pad_tau, count); });
+                pts.record("vgeqrf", "padded_fixed", tp, flops);
                 const double per_flops = batched::geqrf_flops(nmax, nmax);
                 const int ceq = std::max(1, std::min(count, static_cast<int>(std::lround(flops / per_flops))));
                 const double te = bench::time_on_device(
-                    reps, pad_restore, [&] { bc::geqrf<double>(fl, nmax, nmax, d_pad_ptrs, nmax, d_pad_tau, ceq); });
-                record("vgeqrf", "fixed_equal_flops", te, ceq * per_flops, {{"fixed_count", ceq}});
+                    reps, pad_restore, [&] { bc::geqrf<double>(fl, nmax, nmax, pad.d_ptrs, nmax, d_pad_tau, ceq); });
+                pts.record("vgeqrf", "fixed_equal_flops", te, ceq * per_flops, {{"fixed_count", ceq}});
                 cudaFree(d_ws);
-                cudaFree(d_pad_ptrs);
                 cudaFree(d_pad_tau);
-                cudaFree(d_pad);
-                cudaFree(d_pad_orig);
             }
-            if (cpu) {  // LAPACKE per matrix, one per core
-                std::vector<double> work(total), htau(toff[count]);
+            if (o.cpu) {  // LAPACKE per matrix, one per core
+                std::vector<double> work(a.total), htau(toff[count]);
                 std::vector<double*> hp(count), ht(count);
                 for (int b = 0; b < count; ++b) {
-                    hp[b] = work.data() + off[b];
+                    hp[b] = work.data() + a.off[b];
                     ht[b] = htau.data() + toff[b];
                 }
-                std::vector<double> ts;
-                for (int r = 0; r < std::max(1, reps / 2) + 1; ++r) {
-                    parallel_for(count, [&](int b) {
-                        std::copy(host.begin() + off[b], host.begin() + off[b + 1], work.begin() + off[b]);
-                    });
-                    const auto t0 = std::chrono::steady_clock::now();
+                const double t = bench::vbatched::time_on_host(reps, a, work, [&] {
                     batched::vgeqrf<double>(n.data(), n.data(), hp.data(), ld.data(), ht.data(), count);
-                    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                    if (r > 0) ts.push_back(s);
-                }
-                record("vgeqrf", "lapacke_per_core", bench::median(ts), flops, {});
+                });
+                pts.record("vgeqrf", "lapacke_per_core", t, flops);
             }
-            double t_dsse = 0, best_other = 0, t_eq = 0;
-            std::string best_name;
-            for (const auto& pt2 : pts) {
-                if (pt2.impl == "starfact_dsse") t_dsse = pt2.t;
-                if (pt2.impl == "fixed_equal_flops") t_eq = pt2.t;
-            }
-            fmt::print("# {} nmax {} count {} ({:.3f} GFLOP useful):\n", dist, nmax, count, flops / 1e9);
-            for (const auto& pt2 : pts) {
-                fmt::print("#   {:20s} {:10.3f} ms  time / dsse {:6.2f}\n", pt2.impl, pt2.t * 1e3, pt2.t / t_dsse);
-                if (pt2.impl != "starfact_dsse" && pt2.impl != "starfact_ssde" && pt2.impl != "fixed_equal_flops" &&
-                    (best_other == 0 || pt2.t < best_other)) {
-                    best_other = pt2.t;
-                    best_name = pt2.impl;
-                }
-            }
-            emit({{"record", "summary"},
-                  {"op", "vgeqrf"},
-                  {"nmax", nmax},
-                  {"dist", dist},
-                  {"count", count},
-                  {"best_alternative", best_name},
-                  {"best_alternative_over_dsse", best_other / t_dsse},
-                  {"dsse_over_fixed_equal_flops_throughput", t_eq / t_dsse}});
+            const double t_eq = pts.time("fixed_equal_flops");
+            pts.emit_summary(pts.print_table(flops, false),
+                             {{"dsse_over_fixed_equal_flops_throughput", t_eq / pts.time("starfact_dsse")}});
             cudaFree(d_vws);
-            cudaFree(d_ptrs);
             cudaFree(d_tptrs);
             cudaFree(d_tau);
-            cudaFree(d_n);
-            cudaFree(d_ld);
-            cudaFree(d_info);
-            cudaFree(d_work);
-            cudaFree(d_orig);
         }
     cublasDestroy(blas);
     return 0;

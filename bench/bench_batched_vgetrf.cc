@@ -16,16 +16,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
-#include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "batched/cuda/kernels.hpp"
 #include "batched/cuda/vbatched_kernels.hpp"
@@ -33,209 +29,119 @@
 #include "batched/vbatched.hpp"
 #include "bench/bench_common.hpp"
 #include "bench/bench_vbatched_common.hpp"
-#include "common/matgen.hpp"
 #include "common/parallel.hpp"
 
 namespace {
 using namespace starfact;
 namespace bc = starfact::batched::cuda;
 
-constexpr int kSources = 16;  // distinct uniform matrices of order NMAX; matrix b is a leading block of one
-
 using bench::vbatched::device_alloc;
-using bench::vbatched::draw_sizes;
 using bench::vbatched::nonzero;
+using bench::vbatched::upload;
 
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"variable-size batched LU (FP64): SSDE, DSSE, padded fixed-size, cuBLAS, looped cuSOLVER, CPU"};
-    std::vector<int> nmaxes{32, 64, 128, 256, 512};
-    std::vector<std::string> dists{"uniform", "skewed"};
-    int count = 5000, reps = 5;
-    bool cpu = true, loop = true;
-    std::string out_path;
-    app.add_option("--nmax", nmaxes, "Largest orders")->check(CLI::PositiveNumber);
-    app.add_option("--dist", dists, "Distributions: uniform, skewed")->check(CLI::IsMember({"uniform", "skewed"}));
-    app.add_option("--count", count, "Matrices per batch")->check(CLI::PositiveNumber);
-    app.add_option("--reps", reps, "Timed repetitions (median reported)")->check(CLI::PositiveNumber);
-    app.add_option("--cpu", cpu, "Run the CPU baseline");
+    bench::vbatched::Options o;
+    bool loop = true;
+    o.add_to(app);
     app.add_option("--cusolver-loop", loop, "Run cuSOLVER getrf looped over the matrices");
-    app.add_option("--json", out_path, "Also write the JSON lines to this file");
     CLI11_PARSE(app, argc, argv);
+    const int count = o.count, reps = o.reps;
 
-    bench::Emitter emit(out_path);
-    cudaDeviceProp prop{};
-    bench::check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    emit({{"record", "config"},
-          {"device", prop.name},
-          {"sms", prop.multiProcessorCount},
-          {"cpu_threads", std::thread::hardware_concurrency()},
-          {"reps", reps}});
+    bench::Emitter emit(o.out_path);
+    bench::vbatched::emit_config(emit, reps);
     cublasHandle_t blas;
     cusolverDnHandle_t solver;
     bench::check(cublasCreate(&blas), "cublasCreate");
     bench::check(cusolverDnCreate(&solver), "cusolverDnCreate");
 
-    for (const auto& dist : dists)
-        for (int nmax : nmaxes) {
-            const auto n = draw_sizes(dist, nmax, count, 1000 + nmax);
+    for (const auto& dist : o.dists)
+        for (int nmax : o.nmaxes) {
+            const auto src = bench::vbatched::sources(nmax, false);
+            const bench::vbatched::PackedBatch a(bench::vbatched::draw_sizes(dist, nmax, count, 1000 + nmax), src,
+                                                 nmax);
+            const auto& n = a.n;
+            const auto& ld = a.ld;
             double flops = 0, n3 = 0;
-            std::vector<std::size_t> off(count + 1, 0), poff(count + 1, 0);
-            std::vector<int> ld(count);
+            std::vector<std::size_t> poff(count + 1, 0);
             for (int b = 0; b < count; ++b) {
-                ld[b] = std::max(1, n[b]);
-                off[b + 1] = off[b] + static_cast<std::size_t>(ld[b]) * n[b];
                 poff[b + 1] = poff[b] + static_cast<std::size_t>(std::max(n[b], 1));
                 flops += 2.0 * n[b] * n[b] * n[b] / 3.0;
                 n3 += double(n[b]) * n[b] * n[b];
             }
-            const std::size_t total = off[count];
-            std::vector<std::vector<double>> src(kSources, std::vector<double>(std::size_t(nmax) * nmax));
-            for (int s = 0; s < kSources; ++s) matgen::uniform(nmax, nmax, 77 + 13 * s + nmax, src[s].data(), nmax);
-            std::vector<double> host(total);
-            parallel_for(count, [&](int b) {
-                const auto& S = src[b % kSources];
-                for (int j = 0; j < n[b]; ++j)
-                    std::copy(S.begin() + std::size_t(j) * nmax, S.begin() + std::size_t(j) * nmax + n[b],
-                              host.begin() + off[b] + std::size_t(j) * ld[b]);
-            });
-
-            double* d_orig = device_alloc<double>(total);
-            double* d_work = device_alloc<double>(total);
-            bench::check(cudaMemcpy(d_orig, host.data(), sizeof(double) * total, cudaMemcpyHostToDevice), "cudaMemcpy");
-            std::vector<double*> p(count);
-            for (int b = 0; b < count; ++b) p[b] = d_work + off[b];
             int* d_piv = device_alloc<int>(poff[count]);
             std::vector<int*> pp(count);
             for (int b = 0; b < count; ++b) pp[b] = d_piv + poff[b];
-            double** d_ptrs = device_alloc<double*>(count);
             int** d_pptrs = device_alloc<int*>(count);
-            int *d_n = device_alloc<int>(count), *d_ld = device_alloc<int>(count), *d_info = device_alloc<int>(count);
-            bench::check(cudaMemcpy(d_ptrs, p.data(), sizeof(double*) * count, cudaMemcpyHostToDevice), "cudaMemcpy");
-            bench::check(cudaMemcpy(d_pptrs, pp.data(), sizeof(int*) * count, cudaMemcpyHostToDevice), "cudaMemcpy");
-            bench::check(cudaMemcpy(d_n, n.data(), sizeof(int) * count, cudaMemcpyHostToDevice), "cudaMemcpy");
-            bench::check(cudaMemcpy(d_ld, ld.data(), sizeof(int) * count, cudaMemcpyHostToDevice), "cudaMemcpy");
-            auto restore = [&] {
-                bench::check(cudaMemcpyAsync(d_work, d_orig, sizeof(double) * total, cudaMemcpyDeviceToDevice, nullptr),
-                             "cudaMemcpyAsync");
-            };
+            upload(d_pptrs, pp);
+            auto restore = [&] { a.restore(); };
             // The residual of the largest matrix and the largest over a sample of 64 others.
             auto residual = [&] {
-                std::vector<double> f(total);
-                bench::check(cudaMemcpy(f.data(), d_work, sizeof(double) * total, cudaMemcpyDeviceToHost),
-                             "cudaMemcpy");
+                const auto f = a.download_work();
                 const auto piv = bench::vbatched::download(d_piv, poff[count]);
-                std::vector<int> pick;
-                int big = 0;
-                for (int b = 0; b < count; ++b)
-                    if (n[b] > n[big]) big = b;
-                pick.push_back(big);
-                for (int k = 0; k < 64 && k < count; ++k) pick.push_back(static_cast<int>((k * 7919LL) % count));
-                std::vector<double> r(pick.size());
-                parallel_for(static_cast<int>(pick.size()), [&](int k) {
-                    const int b = pick[k];
-                    r[k] = batched::residuals::getrf<double>(n[b], host.data() + off[b], ld[b], f.data() + off[b],
+                return bench::vbatched::sampled_residual(a, [&](int b) {
+                    return batched::residuals::getrf<double>(n[b], a.host.data() + a.off[b], ld[b], f.data() + a.off[b],
                                                              ld[b], piv.data() + poff[b]);
                 });
-                return *std::max_element(r.begin(), r.end(), [](double a, double c) {
-                    return std::isnan(c) ? false : (std::isnan(a) || a < c);
-                });
             };
-
-            struct Point {
-                std::string impl;
-                double t;
-            };
-            std::vector<Point> pts;
-            auto record = [&](const std::string& op, const std::string& impl, double t, double useful,
-                              nlohmann::ordered_json extra) {
-                nlohmann::ordered_json j{
-                    {"record", "point"}, {"op", op},     {"nmax", nmax}, {"dist", dist},
-                    {"count", count},    {"impl", impl}, {"seconds", t}, {"gflops", useful / t / 1e9}};
-                for (auto& [k, v] : extra.items()) j[k] = v;
-                emit(j);
-                if (op == "vgetrf") pts.push_back({impl, t});
-            };
+            bench::vbatched::Points pts(emit, "vgetrf", nmax, dist, count);
 
             const std::size_t vws = bc::vgetrf_workspace<double>(nmax, count);
             void* d_vws = vws > 0 ? device_alloc<char>(vws) : nullptr;
             bc::Launch launch{nullptr, blas, d_vws, vws};
             for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) {
                 const double t = bench::time_on_device(reps, restore, [&] {
-                    bc::vgetrf<double>(launch, s, nmax, d_n, d_ptrs, d_ld, d_pptrs, d_info, count);
+                    bc::vgetrf<double>(launch, s, nmax, a.d_n, a.d_ptrs, a.d_ld, d_pptrs, a.d_info, count);
                 });
-                const int fail = nonzero(bench::vbatched::download(d_info, count));
-                record("vgetrf", s == bc::Schedule::ssde ? "starfact_ssde" : "starfact_dsse", t, flops,
-                       {{"failed", fail}, {"residual_max_sampled", residual()}});
+                const int fail = a.failed();
+                pts.record("vgetrf", s == bc::Schedule::ssde ? "starfact_ssde" : "starfact_dsse", t, flops,
+                           {{"failed", fail}, {"residual_max_sampled", residual()}});
             }
-            {  // vgetrs, nrhs = 1, from the DSSE factors now in d_work
+            {  // vgetrs, nrhs = 1, from the DSSE factors now in the work copy
                 double* d_b = device_alloc<double>(poff[count]);
                 std::vector<double> hb(poff[count], 1.0);
                 std::vector<double*> pb(count);
                 for (int b = 0; b < count; ++b) pb[b] = d_b + poff[b];
                 double** d_bptrs = device_alloc<double*>(count);
-                bench::check(cudaMemcpy(d_bptrs, pb.data(), sizeof(double*) * count, cudaMemcpyHostToDevice),
-                             "cudaMemcpy");
+                upload(d_bptrs, pb);
                 double rflops = 0;
                 for (int b = 0; b < count; ++b) rflops += 2.0 * n[b] * n[b];
                 const double t = bench::time_on_device(
-                    reps,
+                    reps, [&] { upload(d_b, hb); },
                     [&] {
-                        bench::check(cudaMemcpy(d_b, hb.data(), sizeof(double) * hb.size(), cudaMemcpyHostToDevice),
-                                     "cudaMemcpy");
-                    },
-                    [&] { bc::vgetrs<double>(launch, nmax, d_n, 1, d_ptrs, d_ld, d_pptrs, d_bptrs, d_ld, count); });
-                record("vgetrs", "starfact", t, rflops, {{"nrhs", 1}});
+                        bc::vgetrs<double>(launch, nmax, a.d_n, 1, a.d_ptrs, a.d_ld, d_pptrs, d_bptrs, a.d_ld, count);
+                    });
+                pts.record("vgetrs", "starfact", t, rflops, {{"nrhs", 1}});
                 cudaFree(d_bptrs);
                 cudaFree(d_b);
             }
 
             // Padded to nmax (identity outside each matrix): the fixed-size getrf and cuBLAS's.
             {
-                const std::size_t per = std::size_t(nmax) * nmax;
-                double* d_pad_orig = device_alloc<double>(per * count);
-                double* d_pad = device_alloc<double>(per * count);
+                const bench::vbatched::PaddedBatch pad(a, nmax);
                 int* d_pad_piv = device_alloc<int>(std::size_t(nmax) * count);
-                std::vector<double> eye(per, 0.0);
-                for (int i = 0; i < nmax; ++i) eye[i + std::size_t(i) * nmax] = 1.0;
-                bench::check(cudaMemcpy(d_pad_orig, eye.data(), sizeof(double) * per, cudaMemcpyHostToDevice),
-                             "cudaMemcpy");
-                for (int b = 1; b < count; ++b)
-                    bench::check(cudaMemcpyAsync(d_pad_orig + per * b, d_pad_orig, sizeof(double) * per,
-                                                 cudaMemcpyDeviceToDevice, nullptr),
-                                 "cudaMemcpyAsync");
-                for (int b = 0; b < count; ++b)
-                    bench::check(cudaMemcpy2DAsync(d_pad_orig + per * b, sizeof(double) * nmax, d_orig + off[b],
-                                                   sizeof(double) * ld[b], sizeof(double) * n[b], n[b],
-                                                   cudaMemcpyDeviceToDevice, nullptr),
-                                 "cudaMemcpy2DAsync");
-                double** d_pad_ptrs = device_alloc<double*>(count);
-                bc::strided_pointers<double>(d_pad_ptrs, d_pad, static_cast<long long>(per), count, nullptr);
                 const std::size_t ws = bc::getrf_workspace<double>(nmax, count);
                 void* d_ws = ws > 0 ? device_alloc<char>(ws) : nullptr;
                 bc::Launch fl{nullptr, blas, d_ws, ws};
-                auto pad_restore = [&] {
-                    bench::check(cudaMemcpyAsync(d_pad, d_pad_orig, sizeof(double) * per * count,
-                                                 cudaMemcpyDeviceToDevice, nullptr),
-                                 "cudaMemcpyAsync");
-                };
+                auto pad_restore = [&] { pad.restore(); };
                 const double tp = bench::time_on_device(reps, pad_restore, [&] {
-                    bc::getrf<double>(fl, nmax, d_pad_ptrs, nmax, d_pad_piv, d_info, count);
+                    bc::getrf<double>(fl, nmax, pad.d_ptrs, nmax, d_pad_piv, a.d_info, count);
                 });
-                record("vgetrf", "padded_fixed", tp, flops,
-                       {{"failed", nonzero(bench::vbatched::download(d_info, count))}});
+                pts.record("vgetrf", "padded_fixed", tp, flops, {{"failed", a.failed()}});
                 const double tc = bench::time_on_device(reps, pad_restore, [&] {
-                    bench::check(cublasDgetrfBatched(blas, nmax, d_pad_ptrs, nmax, d_pad_piv, d_info, count),
+                    bench::check(cublasDgetrfBatched(blas, nmax, pad.d_ptrs, nmax, d_pad_piv, a.d_info, count),
                                  "cublasDgetrfBatched");
                 });
-                record("vgetrf", "padded_cublas", tc, flops,
-                       {{"failed", nonzero(bench::vbatched::download(d_info, count))}});
+                pts.record("vgetrf", "padded_cublas", tc, flops, {{"failed", a.failed()}});
                 const int ceq =
                     std::max(1, std::min(count, static_cast<int>(std::lround(n3 / (double(nmax) * nmax * nmax)))));
-                const double te = bench::time_on_device(
-                    reps, pad_restore, [&] { bc::getrf<double>(fl, nmax, d_pad_ptrs, nmax, d_pad_piv, d_info, ceq); });
-                record("vgetrf", "fixed_equal_flops", te, ceq * 2.0 * nmax * nmax * nmax / 3.0, {{"fixed_count", ceq}});
+                const double te = bench::time_on_device(reps, pad_restore, [&] {
+                    bc::getrf<double>(fl, nmax, pad.d_ptrs, nmax, d_pad_piv, a.d_info, ceq);
+                });
+                pts.record("vgetrf", "fixed_equal_flops", te, ceq * 2.0 * nmax * nmax * nmax / 3.0,
+                           {{"fixed_count", ceq}});
                 // The same count of matrices of one order n_eq = round((mean n^3)^(1/3)): the same
                 // count and (nearly) the same flops as the variable-size batch.
                 const int neq = std::max(1, static_cast<int>(std::lround(std::cbrt(n3 / count))));
@@ -243,15 +149,14 @@ int main(int argc, char** argv) {
                     const std::size_t pe = std::size_t(neq) * neq;
                     std::vector<double> heq(pe * count);
                     parallel_for(count, [&](int b) {
-                        const auto& S = src[b % kSources];
+                        const auto& S = src[b % src.size()];
                         for (int j = 0; j < neq; ++j)
                             std::copy(S.begin() + std::size_t(j) * nmax, S.begin() + std::size_t(j) * nmax + neq,
                                       heq.begin() + pe * b + std::size_t(j) * neq);
                     });
                     double* d_eq_orig = device_alloc<double>(pe * count);
                     double* d_eq = device_alloc<double>(pe * count);
-                    bench::check(cudaMemcpy(d_eq_orig, heq.data(), sizeof(double) * pe * count, cudaMemcpyHostToDevice),
-                                 "cudaMemcpy");
+                    upload(d_eq_orig, heq);
                     double** d_eq_ptrs = device_alloc<double*>(count);
                     bc::strided_pointers<double>(d_eq_ptrs, d_eq, static_cast<long long>(pe), count, nullptr);
                     const std::size_t wse = bc::getrf_workspace<double>(neq, count);
@@ -264,89 +169,53 @@ int main(int argc, char** argv) {
                                                          cudaMemcpyDeviceToDevice, nullptr),
                                          "cudaMemcpyAsync");
                         },
-                        [&] { bc::getrf<double>(el, neq, d_eq_ptrs, neq, d_pad_piv, d_info, count); });
-                    record("vgetrf", "fixed_same_count", tq, count * 2.0 * neq * neq * neq / 3.0, {{"fixed_order", neq}});
+                        [&] { bc::getrf<double>(el, neq, d_eq_ptrs, neq, d_pad_piv, a.d_info, count); });
+                    pts.record("vgetrf", "fixed_same_count", tq, count * 2.0 * neq * neq * neq / 3.0,
+                               {{"fixed_order", neq}});
                     cudaFree(d_wse);
                     cudaFree(d_eq_ptrs);
                     cudaFree(d_eq);
                     cudaFree(d_eq_orig);
                 }
                 cudaFree(d_ws);
-                cudaFree(d_pad_ptrs);
                 cudaFree(d_pad_piv);
-                cudaFree(d_pad);
-                cudaFree(d_pad_orig);
             }
 
             if (loop) {  // cuSOLVER getrf per matrix, one stream
                 int lwork = 0;
-                bench::check(cusolverDnDgetrf_bufferSize(solver, nmax, nmax, d_work, nmax, &lwork),
+                bench::check(cusolverDnDgetrf_bufferSize(solver, nmax, nmax, a.d_work, nmax, &lwork),
                              "cusolverDnDgetrf_bufferSize");
                 double* d_lw = device_alloc<double>(std::max(lwork, 1));
                 const double tl = bench::time_on_device(std::max(1, reps / 2), restore, [&] {
                     for (int b = 0; b < count; ++b)
-                        bench::check(cusolverDnDgetrf(solver, n[b], n[b], p[b], ld[b], d_lw, pp[b], d_info + b),
+                        bench::check(cusolverDnDgetrf(solver, n[b], n[b], a.p[b], ld[b], d_lw, pp[b], a.d_info + b),
                                      "cusolverDnDgetrf");
                 });
-                record("vgetrf", "cusolver_loop", tl, flops,
-                       {{"failed", nonzero(bench::vbatched::download(d_info, count))}});
+                pts.record("vgetrf", "cusolver_loop", tl, flops, {{"failed", a.failed()}});
                 cudaFree(d_lw);
             }
 
-            if (cpu) {  // LAPACKE per matrix, one per core
-                std::vector<double> work(total);
+            if (o.cpu) {  // LAPACKE per matrix, one per core
+                std::vector<double> work(a.total);
                 std::vector<int> hpiv(poff[count]);
                 std::vector<double*> hp(count);
                 std::vector<int*> hpp(count);
                 for (int b = 0; b < count; ++b) {
-                    hp[b] = work.data() + off[b];
+                    hp[b] = work.data() + a.off[b];
                     hpp[b] = hpiv.data() + poff[b];
                 }
                 std::vector<int> hinfo(count);
-                std::vector<double> ts;
-                for (int r = 0; r < std::max(1, reps / 2) + 1; ++r) {
-                    parallel_for(count, [&](int b) {
-                        std::copy(host.begin() + off[b], host.begin() + off[b + 1], work.begin() + off[b]);
-                    });
-                    const auto t0 = std::chrono::steady_clock::now();
+                const double t = bench::vbatched::time_on_host(reps, a, work, [&] {
                     batched::vgetrf<double>(n.data(), hp.data(), ld.data(), hpp.data(), hinfo.data(), count);
-                    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                    if (r > 0) ts.push_back(s);
-                }
-                record("vgetrf", "lapacke_per_core", bench::median(ts), flops, {{"failed", nonzero(hinfo)}});
+                });
+                pts.record("vgetrf", "lapacke_per_core", t, flops, {{"failed", nonzero(hinfo)}});
             }
 
-            double t_dsse = 0, best_other = 0;
-            std::string best_name;
-            for (const auto& pt : pts)
-                if (pt.impl == "starfact_dsse") t_dsse = pt.t;
-            fmt::print("# {} nmax {} count {} ({:.3f} GFLOP useful):\n", dist, nmax, count, flops / 1e9);
-            for (const auto& pt : pts) {
-                fmt::print("#   {:20s} {:10.3f} ms {:9.1f} GFLOP/s  time / dsse {:6.2f}\n", pt.impl, pt.t * 1e3,
-                           (pt.impl.rfind("fixed_", 0) == 0 ? 0.0 : flops / pt.t / 1e9), pt.t / t_dsse);
-                if (pt.impl != "starfact_dsse" && pt.impl != "starfact_ssde" && pt.impl.rfind("fixed_", 0) != 0 &&
-                    (best_other == 0 || pt.t < best_other)) {
-                    best_other = pt.t;
-                    best_name = pt.impl;
-                }
-            }
-            emit({{"record", "summary"},
-                  {"op", "vgetrf"},
-                  {"nmax", nmax},
-                  {"dist", dist},
-                  {"count", count},
-                  {"best_alternative", best_name},
-                  {"best_alternative_over_dsse", best_other / t_dsse}});
+            pts.emit_summary(pts.print_table(flops, true));
 
             cudaFree(d_vws);
-            cudaFree(d_ptrs);
             cudaFree(d_pptrs);
             cudaFree(d_piv);
-            cudaFree(d_n);
-            cudaFree(d_ld);
-            cudaFree(d_info);
-            cudaFree(d_work);
-            cudaFree(d_orig);
         }
     cusolverDnDestroy(solver);
     cublasDestroy(blas);
