@@ -14,7 +14,7 @@
 // triangle in shared memory, one row of the right-hand side per thread), with the off-diagonal
 // updates as cuBLAS batched gemms; the symmetric update is the same recursion over its
 // rectangles (batched gemms, one per level and shape) plus our kernel for its diagonal blocks
-// (64 x 64 in double on the tensor cores above order 32, else kCut x kCut), which writes only
+// (64 x 64 in double in updates of order above 128, else kCut x kCut), which writes only
 // their named triangle. The upper case is the lower one read through transposed indices:
 // every kernel and gemm takes a View that maps (i, j) of the lower factor L = U^T to memory.
 //
@@ -67,6 +67,16 @@ constexpr int kLeafThreads = 128;
 constexpr int kSolveRows = 64;
 /// Threads per block of the diagonal-block symmetric update.
 constexpr int kSyrkThreads = 64;
+/// Diagonal blocks of the symmetric update (double, tensor cores) are kSyrkWide wide in updates
+/// of order above kSyrkWideAbove, so their rectangles stop a level higher (no 32 x 32 cuBLAS
+/// gemms, which read the whole panel once more). H100, FP64, 2000 matrices (commit 140e4c0, 64
+/// wide above order 32, against 32 everywhere, same process): 512 lower 9.72 against 9.84 ms,
+/// upper 9.86 against 10.00; 256 2.137 against 2.117, 128 (5000) 1.147 against 1.107. By
+/// Nsight Compute kernel times the wide blocks win only in the 256-order update of a 512
+/// factorization (1017 us against 398 + 708), and lose at 128 (336 against 113 + 211) and 64
+/// (125 against 36 + 67); hence above 128 only.
+constexpr int kSyrkWide = 64;
+constexpr int kSyrkWideAbove = 128;
 /// potrs of orders above kCut with at most kPotrsBlockMaxNrhs right-hand sides: the block
 /// kernel (trsv_block.cuh: the factor read once, coalesced, in one launch) when its columns fit
 /// in kPotrsBlockShared bytes of shared memory per block; else, and for more right-hand sides,
@@ -561,8 +571,7 @@ __global__ void __launch_bounds__(2 * KD)
     }
 #pragma unroll
     for (int J = 0; J < TR; ++J) {
-        if (J < TR / 2 && J <= I0)
-            wmma::store_matrix_sync(sA + 8 * I0 + 8 * J * LA, acc0[J], LA, wmma::mem_col_major);
+        if (J < TR / 2 && J <= I0) wmma::store_matrix_sync(sA + 8 * I0 + 8 * J * LA, acc0[J], LA, wmma::mem_col_major);
         if (J <= I1) wmma::store_matrix_sync(sA + 8 * I1 + 8 * J * LA, acc1[J], LA, wmma::mem_col_major);
     }
     __syncthreads();
@@ -799,15 +808,15 @@ public:
         const int diag_blocks = detail::ceil_div(n, kd);
         const auto blocks = static_cast<unsigned>(static_cast<long long>(diag_blocks) * count_);
         if constexpr (std::is_same_v<T, double>) {
-            if (kd == 2 * kCut)
-                syrk_diag_dmma_kernel<2 * kCut><<<blocks, 4 * kCut, 0, launch_.stream>>>(Cp, c, Cp, a, n, k, info_,
-                                                                                          count_, diag_blocks);
+            if (kd == kSyrkWide)
+                syrk_diag_dmma_kernel<kSyrkWide>
+                    <<<blocks, 2 * kSyrkWide, 0, launch_.stream>>>(Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
             else
-                syrk_diag_dmma_kernel<kCut><<<blocks, 2 * kCut, 0, launch_.stream>>>(Cp, c, Cp, a, n, k, info_,
-                                                                                     count_, diag_blocks);
+                syrk_diag_dmma_kernel<kCut>
+                    <<<blocks, 2 * kCut, 0, launch_.stream>>>(Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
         } else {
-            syrk_diag_kernel<T><<<blocks, kSyrkThreads, 0, launch_.stream>>>(Cp, c, Cp, a, n, k, info_, count_,
-                                                                             diag_blocks);
+            syrk_diag_kernel<T>
+                <<<blocks, kSyrkThreads, 0, launch_.stream>>>(Cp, c, Cp, a, n, k, info_, count_, diag_blocks);
         }
         detail::check_launch("potrf syrk diagonal kernel");
     }
@@ -827,15 +836,8 @@ public:
 
 private:
     /// Width of the symmetric update's diagonal blocks (our kernel; the rectangles between them
-    /// go to cuBLAS): 64 in double above n = 32 (the tensor-core kernel), else kCut.
-    /// TEMPORARY switch STARFACT_BCHOL_SYRK64=0 (the former 32 everywhere), for one A/B run.
-    static int syrk_diag_width(int n) {
-        static const bool off = [] {
-            const char* s = std::getenv("STARFACT_BCHOL_SYRK64");
-            return s != nullptr && std::strcmp(s, "0") == 0;
-        }();
-        return std::is_same_v<T, double> && n > kCut && !off ? 2 * kCut : kCut;
-    }
+    /// go to cuBLAS): kSyrkWide in double for updates of order above kSyrkWideAbove, else kCut.
+    static int syrk_diag_width(int n) { return std::is_same_v<T, double> && n > kSyrkWideAbove ? kSyrkWide : kCut; }
 
     // The off-diagonal rectangles of the symmetric update, cut at multiples of kd (the diagonal
     // blocks left are kd-aligned and at most kd wide, as the diagonal kernel takes them).
