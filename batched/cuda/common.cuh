@@ -43,6 +43,16 @@ void offset_pointers(T** out, T* const* in, long long offset, int count, cudaStr
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// Asynchronous copies from global to shared memory (sm_80 and later): one element per thread
+// and call; a commit closes a group, wait_all waits for every group of the thread.
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+template <class T>
+__device__ inline void cp_async(T* smem, const T* gmem) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(sizeof(T)));
+}
+
 /// Opts `kernel` in to all the dynamic shared memory the current device allows it beside its
 /// static shared memory, for launches above the default 48 KiB. Never to one launch's request:
 /// host threads launching the kernel with different sizes at once would shrink each other's

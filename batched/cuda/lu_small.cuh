@@ -89,13 +89,9 @@ __device__ __forceinline__ void store_row(const T (&a)[NC], int c0, T* dst) {
     }
 }
 
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-template <class T>
-__device__ inline void cp_async(T* smem, const T* gmem) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(sizeof(T)));
-}
+using detail::cp_async;
+using detail::cp_async_commit;
+using detail::cp_async_wait_all;
 
 // ---- Batches --------------------------------------------------------------------------------
 

@@ -336,96 +336,107 @@ void launch_potrs_small(cudaStream_t stream, int n, const T* const* A, View lv, 
 
 // ---- Leaf triangular solve from the right: X L^T = B (kTransL) or X L = B -------------------
 
-/// X is m x k (view xv), L is k x k lower (view lv), k <= kCut; X is overwritten. One
-/// block per (matrix, kSolveRows rows of X), one row per thread, in registers. Matrices with a
-/// nonzero info (when info is given) are skipped. kStage (X transposed in memory): X goes
-/// through shared memory, so that loads and stores stay coalesced; else each thread loads and
-/// stores its row directly (coalesced along the threads) and the block needs no shared memory
-/// for X. H100, FP64, 2000 x 512 lower (bench/results/2026-11-22-h100-batched-potrf-b5.jsonl):
-/// 9.78 ms so, against 10.11 ms with X staged and two rows per thread, 11.41 ms with two rows
-/// per thread loaded directly (twice the registers). The unstaged kernel takes 168 registers
-/// (6 blocks per SM); capped for 8 or 10 blocks per SM (128 or 96 registers, with spills) it
-/// measured 9.87 and 10.30 against 9.74 ms (commit 91bb20a). Its time follows small changes to
-/// its code: a version of commit 1bb174f (row pointer, 174 registers) measured 10.55 ms.
-template <class T, bool kTransL, bool kStage>
+/// Position of L(i, j), i >= j, in a packed lower triangle of order kCut (column by column).
+__host__ __device__ constexpr int packed_lower(int i, int j) { return j * kCut - j * (j - 1) / 2 + (i - j); }
+
+/// X is m x k (view xv), L is k x k lower (view lv), k <= kCut; X is overwritten. The batch is
+/// cut into tiles of kSolveRows rows of one matrix; a grid of the blocks that fit on the device
+/// at once goes through them, each block copying its next tile's X and L (the packed lower
+/// triangle) into shared memory by cp.async, double-buffered, while it solves the current one:
+/// one row per thread, in registers, L read from shared memory. So memory stays busy while the
+/// rows run their 32-step substitutions. Matrices with a nonzero info (when info is given) are
+/// skipped. X transposed in memory (the upper factor's panels) is copied in and written back
+/// along its rows, through the same shared tile, so that both stay coalesced.
+/// H100, FP64, 2000 x 512 lower (bench/results/2026-11-23-h100-trsm-pipe*): 8.85-8.93 ms against
+/// 9.69-9.75 for the former kernel (one block per tile, no prefetch, 168 registers, 6 blocks per
+/// SM: the 256-row leaves ran at about 1.4 TB/s).
+template <class T, bool kTransL>
 __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
                                                                int k, const int* info, int count, int row_blocks) {
     constexpr int K = kCut;
-    constexpr int LK = K + 1;
-    constexpr int R = kSolveRows;  // rows of X per block
-    constexpr int LX = R + 1;
-    __shared__ T sL[K * LK];
+    constexpr int R = kSolveRows;
+    constexpr int LX = R + 1;  // column stride of a tile (odd: the row-wise copies of X^T spread over the banks)
+    constexpr int P = K * (K + 1) / 2;
+    __shared__ T sX[2][K * LX];  // X(row0 + i, j) at sX[buf][j * LX + i]
+    __shared__ T sL[2][P];
     __shared__ T sD[K];  // 1 / L(j, j)
-    __shared__ T sX[kStage ? LX * K : 1];
 
-    const int b = blockIdx.x / row_blocks;
-    const int row0 = (blockIdx.x % row_blocks) * R;
-    if (b >= count) return;
-    if (info != nullptr && info[b] != 0) return;  // uniform over the block
-    T* x = X[b];
-    const T* l = L[b];
     const int tid = threadIdx.x;
+    const long long tiles = static_cast<long long>(row_blocks) * count;
+    auto fetch = [&](long long tile, int buf) {
+        if (tile < tiles) {
+            const int b = static_cast<int>(tile / row_blocks);
+            const int row0 = static_cast<int>(tile % row_blocks) * R;
+            if (info == nullptr || info[b] == 0) {
+                const T* x = X[b];
+                const T* l = L[b];
+                if (xv.trans) {
+                    for (int e = tid; e < R * K; e += R) {
+                        const int i = e / K, j = e % K;
+                        if (row0 + i < m && j < k) detail::cp_async(&sX[buf][j * LX + i], x + xv.idx(row0 + i, j));
+                    }
+                } else if (row0 + tid < m) {
+                    for (int j = 0; j < k; ++j) detail::cp_async(&sX[buf][j * LX + tid], x + xv.idx(row0 + tid, j));
+                }
+                for (int e = tid; e < K * K; e += R) {
+                    const int i = lv.trans ? e / K : e % K;
+                    const int j = lv.trans ? e % K : e / K;
+                    if (i < j) continue;
+                    if (i < k)  // then j < k too
+                        detail::cp_async(&sL[buf][packed_lower(i, j)], l + lv.idx(i, j));
+                    else  // past the order: the identity
+                        sL[buf][packed_lower(i, j)] = T(i == j ? 1 : 0);
+                }
+            }
+        }
+        detail::cp_async_commit();
+    };
 
-#pragma unroll
-    for (int e = tid; e < K * K; e += kSolveRows) {
-        const int i = lv.trans ? e / K : e % K;
-        const int j = lv.trans ? e % K : e / K;
-        const bool in = i < k && j < k && i >= j;
-        const T val = in ? l[lv.idx(i, j)] : T(i == j ? 1 : 0);
-        sL[i + j * LK] = val;
-        if (i == j) sD[i] = T(1) / val;
-    }
-    if constexpr (kStage) {
-#pragma unroll
-        for (int e = tid; e < R * K; e += kSolveRows) {
-            const int i = xv.trans ? e / K : e % R;
-            const int j = xv.trans ? e % K : e / R;
-            const bool in = row0 + i < m && j < k;
-            sX[i + j * LX] = in ? x[xv.idx(row0 + i, j)] : T(0);
-        }
-    }
-    __syncthreads();
-
-    const int row = row0 + tid;
-    T xr[K];
-#pragma unroll
-    for (int j = 0; j < K; ++j) {
-        if constexpr (kStage)
-            xr[j] = sX[tid + j * LX];
-        else
-            xr[j] = (row < m && j < k) ? x[xv.idx(row, j)] : T(0);
-    }
-    if constexpr (kTransL) {
-#pragma unroll
-        for (int j = 0; j < K; ++j) {
-            xr[j] *= sD[j];
-#pragma unroll
-            for (int q = j + 1; q < K; ++q) xr[q] -= xr[j] * sL[q + j * LK];
-        }
-    } else {
-#pragma unroll
-        for (int j = K - 1; j >= 0; --j) {
-            xr[j] *= sD[j];
-#pragma unroll
-            for (int q = 0; q < j; ++q) xr[q] -= xr[j] * sL[j + q * LK];
-        }
-    }
-    if constexpr (kStage) {
-#pragma unroll
-        for (int j = 0; j < K; ++j) sX[tid + j * LX] = xr[j];
+    int buf = 0;
+    fetch(blockIdx.x, 0);
+    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x, buf ^= 1) {
+        detail::cp_async_wait_all();
+        __syncthreads();  // the tile is in; every thread is done with the other buffers
+        fetch(tile + gridDim.x, buf ^ 1);
+        const int b = static_cast<int>(tile / row_blocks);
+        const int row0 = static_cast<int>(tile % row_blocks) * R;
+        const bool skip = info != nullptr && info[b] != 0;  // uniform over the block
+        if (!skip && tid < K) sD[tid] = T(1) / sL[buf][packed_lower(tid, tid)];
         __syncthreads();
+        if (skip) continue;
 
+        T xr[K];
 #pragma unroll
-        for (int e = tid; e < R * K; e += kSolveRows) {
-            const int i = xv.trans ? e / K : e % R;
-            const int j = xv.trans ? e % K : e / R;
-            if (row0 + i < m && j < k) x[xv.idx(row0 + i, j)] = sX[i + j * LX];
+        for (int j = 0; j < K; ++j) xr[j] = j < k ? sX[buf][j * LX + tid] : T(0);
+        const T* sl = sL[buf];
+        if constexpr (kTransL) {
+#pragma unroll
+            for (int j = 0; j < K; ++j) {
+                xr[j] *= sD[j];
+#pragma unroll
+                for (int q = j + 1; q < K; ++q) xr[q] -= xr[j] * sl[packed_lower(q, j)];
+            }
+        } else {
+#pragma unroll
+            for (int j = K - 1; j >= 0; --j) {
+                xr[j] *= sD[j];
+#pragma unroll
+                for (int q = 0; q < j; ++q) xr[q] -= xr[j] * sl[packed_lower(j, q)];
+            }
         }
-    } else {
-        if (row < m) {
+        T* x = X[b];
+        if (xv.trans) {  // back through the tile (this buffer is not being refilled), along X^T's rows
+#pragma unroll
+            for (int j = 0; j < K; ++j) sX[buf][j * LX + tid] = xr[j];
+            __syncthreads();
+            for (int e = tid; e < R * K; e += R) {
+                const int i = e / K, j = e % K;
+                if (row0 + i < m && j < k) x[xv.idx(row0 + i, j)] = sX[buf][j * LX + i];
+            }
+        } else if (row0 + tid < m) {
 #pragma unroll
             for (int j = 0; j < K; ++j)
-                if (j < k) x[xv.idx(row, j)] = xr[j];
+                if (j < k) x[xv.idx(row0 + tid, j)] = xr[j];
         }
     }
 }
@@ -433,14 +444,21 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
 template <class T, bool kTransL>
 void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
                       const int* info, int count) {
+    static const unsigned resident = [] {
+        int device = 0, sms = 0, per_sm = 0;
+        detail::check(cudaGetDevice(&device), "potrf trsm leaf (cudaGetDevice)");
+        detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "potrf trsm leaf (SM count)");
+        detail::check(cudaFuncSetAttribute(trsm_leaf_kernel<T, kTransL>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared),
+                      "potrf trsm leaf (shared memory carveout)");
+        detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, trsm_leaf_kernel<T, kTransL>, kSolveRows, 0),
+                      "potrf trsm leaf (occupancy)");
+        return static_cast<unsigned>(std::max(1, sms * per_sm));
+    }();
     const int row_blocks = detail::ceil_div(m, kSolveRows);
-    const auto blocks = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
-    if (xv.trans)
-        trsm_leaf_kernel<T, kTransL, true>
-            <<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
-    else
-        trsm_leaf_kernel<T, kTransL, false>
-            <<<blocks, kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
+    const auto tiles = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
+    trsm_leaf_kernel<T, kTransL>
+        <<<std::min(tiles, resident), kSolveRows, 0, stream>>>(X, xv, L, lv, m, k, info, count, row_blocks);
     detail::check_launch("potrf trsm leaf kernel");
 }
 
