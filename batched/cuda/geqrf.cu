@@ -635,8 +635,11 @@ struct QrPlan {
 };
 
 constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel kernel at most (mp <= 512)
-/// Columns per warp (32 / K warps) of the register panel kernel for R = 2, 4, 8, 16 rows per
-/// lane: fewer warps for short panels, so that more blocks share a multiprocessor. On the H100
+/// Columns per warp (32 / K warps) of the register panel kernel for R = 2, 4, 8 (and 6), 16 (and
+/// 12) rows per lane: fewer warps for short panels, so that more blocks share a multiprocessor.
+/// R = 6 and 12 (panels of 129-192 and 257-384 rows) cut the rows of zeros a panel carries:
+/// 2000 x 512 in 34.3 ms against 35.0, 1000 x 256 3.81 against 3.89 (H100, FP64, 2026-11-23,
+/// bench/results/2026-11-23-h100-qr-r12*). On the H100
 /// (FP64, commit 1538d0c) {8, 4, 4, 2} gave 3.10 / 5.07 / 4.06 / 36.3 ms at n = 64, 128, 256,
 /// 512 (10000, 5000, 1000, 2000 matrices), against 3.90 / 5.41 / 4.58 / 37.5 with 16 warps
 /// everywhere, {4, 4, 4, 2} 3.16 / 5.10 / 4.04 / 36.3, {8, 8, 4, 2} 3.09 / 5.83 / 4.19 / 36.6
@@ -671,9 +674,15 @@ bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, i
         else if (mp <= 128)
             launch_reg_panel<T, 4, kRegPanelCols[1]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
                                                      tstride, Y, count);
+        else if (mp <= 192)
+            launch_reg_panel<T, 6, kRegPanelCols[2]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
+                                                     tstride, Y, count);
         else if (mp <= 256)
             launch_reg_panel<T, 8, kRegPanelCols[2]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
                                                      tstride, Y, count);
+        else if (mp <= 384)
+            launch_reg_panel<T, 12, kRegPanelCols[3]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above,
+                                                      Tm, tstride, Y, count);
         else
             launch_reg_panel<T, 16, kRegPanelCols[3]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above,
                                                       Tm, tstride, Y, count);
