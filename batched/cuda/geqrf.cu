@@ -213,7 +213,8 @@ __global__ void __launch_bounds__(1024 / K, K / 2)  // at most 128 registers
     __shared__ T vbuf[2][32 * R];
     __shared__ T s_tau[32];
     __shared__ T sT[32 * 33];  // G = V^T V (strict upper), then T in place
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    constexpr int W = 32 / K;  // warps, as launched: c % W and c / W are then a mask and a shift
     for (int i = threadIdx.x; i < 32 * 33; i += blockDim.x) sT[i] = 0;
     const int b = blockIdx.x, mp = m - row0;
     T* Ag = A[b] + row0 + static_cast<long long>(row0) * lda;
