@@ -154,15 +154,20 @@ __device__ void warp_apply_owned(const T* v, T tau, T* P, int ldp, int first, in
 template <class T, int kMaxOwned>
 __device__ void factor_panel(T* P, int ldp, int mp, int iw, T* s_tau) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    // x mod warps (non-negative) without an integer division per column when warps is a power
+    // of two, as in every launch of this file's users (a uniform branch otherwise).
+    const int wmask = warps - 1;
+    const bool pow2 = (warps & wmask) == 0;
+    const auto mod = [&](int x) { return pow2 ? (x & wmask) : ((x % warps) + warps) % warps; };
     for (int c = 0; c < iw; ++c) {
-        if (warp == c % warps) {
+        if (warp == mod(c)) {
             const T t = warp_larfg(P + static_cast<long long>(c) * ldp, c, mp, lane);
             if (lane == 0) s_tau[c] = t;
         }
         __syncthreads();
         const T t = s_tau[c];
         if (t == 0) continue;  // H = I, as LAPACK's larf
-        const int first = c + 1 + ((warp - (c + 1)) % warps + warps) % warps;
+        const int first = c + 1 + mod(warp - (c + 1));
         if (first < iw)
             warp_apply_owned<T, kMaxOwned>(P + static_cast<long long>(c) * ldp, t, P, ldp, first, warps, iw, c, mp,
                                            lane);
