@@ -47,6 +47,8 @@ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 // and call; a commit closes a group, wait_all waits for every group of the thread.
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+/// Waits for all but the most recently committed group of the thread.
+__device__ inline void cp_async_wait_but_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 template <class T>
 __device__ inline void cp_async(T* smem, const T* gmem) {
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));

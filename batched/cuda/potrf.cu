@@ -542,7 +542,10 @@ __global__ void __launch_bounds__(2 * KD)
     constexpr int TR = KD / 8;  // tile rows
     constexpr int LA = KD + 4;  // a multiple of 4, as wmma wants; tiles start on 32-byte boundaries
     static_assert(K == 32 && (KD == 32 || KD == 64), "4 x 4 or 8 x 8 tiles of 8 x 8, 32-column chunks");
-    __shared__ __align__(32) double sA[LA * (KD > K ? KD : K)];
+    // Two chunks of KD x K, copied by cp.async one ahead of the one being multiplied; at the end
+    // the product (KD x KD) is staged in the same space.
+    __shared__ __align__(32) double sbuf[2 * LA * K];
+    static_assert(KD <= 2 * K, "the product fits in the two chunks");
 
     const int b = blockIdx.x / diag_blocks;
     const int t0 = (blockIdx.x % diag_blocks) * KD;
@@ -560,13 +563,26 @@ __global__ void __launch_bounds__(2 * KD)
         wmma::fill_fragment(acc1[J], 0.0);
     }
 
-    for (int l0 = 0; l0 < k; l0 += K) {
+    auto fetch = [&](int l0, double* dst) {
 #pragma unroll
         for (int e = tid; e < KD * K; e += NT) {
             const int i = av.trans ? e / K : e % KD;
             const int l = av.trans ? e % K : e / KD;
-            const bool in = t0 + i < n && l0 + l < k;
-            sA[i + l * LA] = in ? a[av.idx(t0 + i, l0 + l)] : 0.0;
+            if (t0 + i < n && l0 + l < k)
+                detail::cp_async(dst + i + l * LA, a + av.idx(t0 + i, l0 + l));
+            else
+                dst[i + l * LA] = 0.0;
+        }
+        detail::cp_async_commit();
+    };
+    fetch(0, sbuf);
+    for (int l0 = 0, q = 0; l0 < k; l0 += K, ++q) {
+        const double* sA = sbuf + (q & 1) * LA * K;
+        if (l0 + K < k) {
+            fetch(l0 + K, sbuf + ((q + 1) & 1) * LA * K);  // read last step, released by its closing barrier
+            detail::cp_async_wait_but_one();
+        } else {
+            detail::cp_async_wait_all();
         }
         __syncthreads();
 #pragma unroll
@@ -587,6 +603,7 @@ __global__ void __launch_bounds__(2 * KD)
         }
         __syncthreads();
     }
+    double* sA = sbuf;
 #pragma unroll
     for (int J = 0; J < TR; ++J) {
         if (J < TR / 2 && J <= I0) wmma::store_matrix_sync(sA + 8 * I0 + 8 * J * LA, acc0[J], LA, wmma::mem_col_major);
