@@ -15,7 +15,7 @@ their flops run slower than those of order NMAX. E(n) comes from the fixed-size 
 
 Usage: scripts/equal_flops_bound.py [--nmax 128,256,512] [--json FILE]
   --json: a file of {"op": {"n": [count, seconds], ...}, ...} to use instead of the built-in
-  figures (H100, FP64, docs/batched.md's performance table, 2026-11-23).
+  figures (H100, FP64, docs/batched.md's performance table, end of 2026-11-23).
 """
 import argparse
 import json
@@ -26,10 +26,10 @@ import math
 H100 = {
     "getrf": {32: (10000, 110.5e-6), 64: (10000, 0.86e-3), 128: (5000, 2.24e-3),
               256: (2000, 4.70e-3), 512: (2000, 26.6e-3)},
-    "potrf": {32: (10000, 83.5e-6), 64: (10000, 0.49e-3), 128: (5000, 1.11e-3),
-              256: (2000, 2.11e-3), 512: (2000, 9.65e-3)},
-    "geqrf": {32: (10000, 0.65e-3), 64: (10000, 2.96e-3), 128: (5000, 4.94e-3),
-              256: (1000, 3.89e-3), 512: (2000, 35.0e-3)},
+    "potrf": {32: (10000, 83.4e-6), 64: (10000, 0.397e-3), 128: (5000, 0.93e-3),
+              256: (2000, 1.89e-3), 512: (2000, 8.62e-3)},
+    "geqrf": {32: (10000, 0.651e-3), 64: (10000, 2.71e-3), 128: (5000, 4.50e-3),
+              256: (1000, 3.56e-3), 512: (2000, 32.9e-3)},
 }
 
 FLOPS = {
