@@ -52,16 +52,11 @@ int main(int argc, char** argv) {
             const auto& n = a.n;
             const auto& ld = a.ld;
             double flops = 0;
-            std::vector<std::size_t> toff(count + 1, 0);
-            for (int b = 0; b < count; ++b) {
-                toff[b + 1] = toff[b] + static_cast<std::size_t>(std::max(n[b], 1));
-                flops += batched::geqrf_flops(n[b], n[b]);
-            }
-            double* d_tau = device_alloc<double>(toff[count]);
-            std::vector<double*> pt(count);
-            for (int b = 0; b < count; ++b) pt[b] = d_tau + toff[b];
-            double** d_tptrs = device_alloc<double*>(count);
-            upload(d_tptrs, pt);
+            for (int b = 0; b < count; ++b) flops += batched::geqrf_flops(n[b], n[b]);
+            const bench::vbatched::PerMatrix<double> tau_v(n);
+            double* const d_tau = tau_v.d_data;
+            double** const d_tptrs = tau_v.d_ptrs;
+            const auto& toff = tau_v.off;
             auto restore = [&] { a.restore(); };
             // The residual of the largest matrix and the largest over a sample of 64 others.
             auto residual = [&] {
@@ -88,24 +83,18 @@ int main(int argc, char** argv) {
                            {{"residual_max_sampled", residual()}});
             }
             {  // vgeqrs, nrhs = 1, from the DSSE factors now in the work copy
-                double* d_b = device_alloc<double>(toff[count]);
-                std::vector<double> hb(toff[count], 1.0);
-                std::vector<double*> pb(count);
-                for (int b = 0; b < count; ++b) pb[b] = d_b + toff[b];
-                double** d_bptrs = device_alloc<double*>(count);
-                upload(d_bptrs, pb);
+                const bench::vbatched::PerMatrix<double> rhs(n);
+                const std::vector<double> hb(rhs.total(), 1.0);
                 double rflops = 0;
                 for (int b = 0; b < count; ++b)
                     rflops += batched::gels_flops(n[b], n[b], 1) - batched::geqrf_flops(n[b], n[b]);
                 const double t = bench::time_on_device(
-                    reps, [&] { upload(d_b, hb); },
+                    reps, [&] { upload(rhs.d_data, hb); },
                     [&] {
-                        bc::vgeqrs<double>(launch, bounds, a.d_n, a.d_n, 1, a.d_ptrs, a.d_ld, d_tptrs, d_bptrs, a.d_ld,
+                        bc::vgeqrs<double>(launch, bounds, a.d_n, a.d_n, 1, a.d_ptrs, a.d_ld, d_tptrs, rhs.d_ptrs, a.d_ld,
                                            a.d_info, count);
                     });
                 pts.record("vgeqrs", "starfact", t, rflops, {{"nrhs", 1}});
-                cudaFree(d_bptrs);
-                cudaFree(d_b);
             }
             {  // padded to nmax (identity outside each matrix): the fixed-size geqrf
                 const bench::vbatched::PaddedBatch pad(a, nmax);
@@ -141,8 +130,6 @@ int main(int argc, char** argv) {
             pts.emit_summary(pts.print_table(flops, false),
                              {{"dsse_over_fixed_equal_flops_throughput", t_eq / pts.time("starfact_dsse")}});
             cudaFree(d_vws);
-            cudaFree(d_tptrs);
-            cudaFree(d_tau);
         }
     cublasDestroy(blas);
     return 0;

@@ -65,17 +65,14 @@ int main(int argc, char** argv) {
             const auto& n = a.n;
             const auto& ld = a.ld;
             double flops = 0, n3 = 0;
-            std::vector<std::size_t> poff(count + 1, 0);
             for (int b = 0; b < count; ++b) {
-                poff[b + 1] = poff[b] + static_cast<std::size_t>(std::max(n[b], 1));
                 flops += 2.0 * n[b] * n[b] * n[b] / 3.0;
                 n3 += double(n[b]) * n[b] * n[b];
             }
-            int* d_piv = device_alloc<int>(poff[count]);
-            std::vector<int*> pp(count);
-            for (int b = 0; b < count; ++b) pp[b] = d_piv + poff[b];
-            int** d_pptrs = device_alloc<int*>(count);
-            upload(d_pptrs, pp);
+            const bench::vbatched::PerMatrix<int> piv_v(n);
+            int* const d_piv = piv_v.d_data;
+            int** const d_pptrs = piv_v.d_ptrs;
+            const auto& poff = piv_v.off;
             auto restore = [&] { a.restore(); };
             // The residual of the largest matrix and the largest over a sample of 64 others.
             auto residual = [&] {
@@ -100,22 +97,16 @@ int main(int argc, char** argv) {
                            {{"failed", fail}, {"residual_max_sampled", residual()}});
             }
             {  // vgetrs, nrhs = 1, from the DSSE factors now in the work copy
-                double* d_b = device_alloc<double>(poff[count]);
-                std::vector<double> hb(poff[count], 1.0);
-                std::vector<double*> pb(count);
-                for (int b = 0; b < count; ++b) pb[b] = d_b + poff[b];
-                double** d_bptrs = device_alloc<double*>(count);
-                upload(d_bptrs, pb);
+                const bench::vbatched::PerMatrix<double> rhs(n);
+                const std::vector<double> hb(rhs.total(), 1.0);
                 double rflops = 0;
                 for (int b = 0; b < count; ++b) rflops += 2.0 * n[b] * n[b];
                 const double t = bench::time_on_device(
-                    reps, [&] { upload(d_b, hb); },
+                    reps, [&] { upload(rhs.d_data, hb); },
                     [&] {
-                        bc::vgetrs<double>(launch, nmax, a.d_n, 1, a.d_ptrs, a.d_ld, d_pptrs, d_bptrs, a.d_ld, count);
+                        bc::vgetrs<double>(launch, nmax, a.d_n, 1, a.d_ptrs, a.d_ld, d_pptrs, rhs.d_ptrs, a.d_ld, count);
                     });
                 pts.record("vgetrs", "starfact", t, rflops, {{"nrhs", 1}});
-                cudaFree(d_bptrs);
-                cudaFree(d_b);
             }
 
             // Padded to nmax (identity outside each matrix): the fixed-size getrf and cuBLAS's.
@@ -188,7 +179,7 @@ int main(int argc, char** argv) {
                 double* d_lw = device_alloc<double>(std::max(lwork, 1));
                 const double tl = bench::time_on_device(std::max(1, reps / 2), restore, [&] {
                     for (int b = 0; b < count; ++b)
-                        bench::check(cusolverDnDgetrf(solver, n[b], n[b], a.p[b], ld[b], d_lw, pp[b], a.d_info + b),
+                        bench::check(cusolverDnDgetrf(solver, n[b], n[b], a.p[b], ld[b], d_lw, d_piv + poff[b], a.d_info + b),
                                      "cusolverDnDgetrf");
                 });
                 pts.record("vgetrf", "cusolver_loop", tl, flops, {{"failed", a.failed()}});
@@ -214,8 +205,6 @@ int main(int argc, char** argv) {
             pts.emit_summary(pts.print_table(flops, true));
 
             cudaFree(d_vws);
-            cudaFree(d_pptrs);
-            cudaFree(d_piv);
         }
     cusolverDnDestroy(solver);
     cublasDestroy(blas);

@@ -174,6 +174,32 @@ struct PackedBatch {
     int largest() const { return static_cast<int>(std::max_element(n.begin(), n.end()) - n.begin()); }
 };
 
+/// One device vector per matrix of order n[b], max(n[b], 1) elements each, back to back, and
+/// its pointer array: the batch's tau, pivots or right-hand sides.
+template <class T>
+struct PerMatrix {
+    std::vector<std::size_t> off;  ///< n.size() + 1 offsets
+    T* d_data;
+    T** d_ptrs;
+
+    explicit PerMatrix(const std::vector<int>& n) : off(n.size() + 1, 0) {
+        for (std::size_t b = 0; b < n.size(); ++b) off[b + 1] = off[b] + static_cast<std::size_t>(std::max(n[b], 1));
+        d_data = device_alloc<T>(off.back());
+        std::vector<T*> p(n.size());
+        for (std::size_t b = 0; b < n.size(); ++b) p[b] = d_data + off[b];
+        d_ptrs = device_alloc<T*>(n.size());
+        upload(d_ptrs, p);
+    }
+    ~PerMatrix() {
+        cudaFree(d_ptrs);
+        cudaFree(d_data);
+    }
+    PerMatrix(const PerMatrix&) = delete;
+    PerMatrix& operator=(const PerMatrix&) = delete;
+
+    std::size_t total() const { return off.back(); }
+};
+
 /// The batch padded to nmax x nmax matrices (identity below and right of each): the original,
 /// the work copy and its strided pointer array, the fixed-size kernels' input.
 struct PaddedBatch {
