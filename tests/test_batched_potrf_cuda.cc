@@ -76,15 +76,6 @@ std::vector<int> download_ints(const DeviceBuffer<int>& d) {
 char other(char uplo) { return uplo == 'L' ? 'U' : 'L'; }
 bc::Uplo to_uplo(char uplo) { return uplo == 'L' ? bc::Uplo::lower : bc::Uplo::upper; }
 
-/// The leading k x k block of A (both triangles as stored), ld = k.
-template <class T>
-HostMatrix<T> leading(const HostMatrix<T>& A, int k) {
-    HostMatrix<T> B(k, k, k);
-    for (int j = 0; j < k; ++j)
-        for (int i = 0; i < k; ++i) B(i, j) = A(i, j);
-    return B;
-}
-
 /// One batch to factor: the matrices (the uplo triangle stored, the other one NaN) and the
 /// info LAPACK gives on each.
 template <class T>

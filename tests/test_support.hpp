@@ -129,6 +129,15 @@ struct HostMatrix {
     TileView<const T> cview() const { return {ptr(), m, n, ld}; }
 };
 
+/// The leading k x k block of A (both triangles as stored), ld = k.
+template <class T>
+HostMatrix<T> leading(const HostMatrix<T>& A, int k) {
+    HostMatrix<T> B(k, k, k);
+    for (int j = 0; j < k; ++j)
+        for (int i = 0; i < k; ++i) B(i, j) = A(i, j);
+    return B;
+}
+
 /// Sets the strict `triangle` ('L': below the diagonal, 'U': above) of the leading square
 /// block of A to NaN.
 template <class T>

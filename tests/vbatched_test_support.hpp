@@ -61,14 +61,6 @@ inline PlantedOrders plant_failures(std::vector<int> n, bool plant) {
     return p;
 }
 
-template <class T>
-HostMatrix<T> leading(const HostMatrix<T>& A, int k) {
-    HostMatrix<T> B(k, k, k);
-    for (int j = 0; j < k; ++j)
-        for (int i = 0; i < k; ++i) B(i, j) = A(i, j);
-    return B;
-}
-
 /// A with its other triangle filled from the stored one (both triangles, for residuals).
 template <class T>
 HostMatrix<T> symmetric(const HostMatrix<T>& A, char uplo) {
