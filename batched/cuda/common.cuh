@@ -43,6 +43,21 @@ void offset_pointers(T** out, T* const* in, long long offset, int count, cudaStr
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+/// The blocks of `threads` threads of `kernel` that the current device holds at once (at least
+/// 1), the kernel first asking for the largest shared-memory carveout: the grid of a kernel
+/// whose blocks go through the work in turn. Callers keep it in a static (once per process and
+/// instance; the grid's size changes the speed only, never the result).
+template <class Kernel>
+int resident_blocks(Kernel* kernel, int threads, const char* what) {
+    int device = 0, sms = 0, per_sm = 0;
+    check(cudaGetDevice(&device), what);
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), what);
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+          what);
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), what);
+    return sms * per_sm > 0 ? sms * per_sm : 1;
+}
+
 // Asynchronous copies from global to shared memory (sm_80 and later): one element per thread
 // and call; a commit closes a group, wait_all waits for every group of the thread.
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }

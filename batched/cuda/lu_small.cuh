@@ -281,19 +281,8 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
 /// through several matrices). The device's size is read once per process and instance.
 template <class T, int NC, int SUB, int MAXT, int MINB, class Batch>
 void launch_whole(cudaStream_t stream, const Batch& batch, int count) {
-    static const int resident = [] {
-        int device = 0, sms = 0, per_sm = 0;
-        detail::check(cudaGetDevice(&device), "getrf (cudaGetDevice)");
-        detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "getrf (SM count)");
-        detail::check(cudaFuncSetAttribute(lu_whole_kernel<T, NC, SUB, MAXT, MINB, Batch>,
-                                           cudaFuncAttributePreferredSharedMemoryCarveout,
-                                           cudaSharedmemCarveoutMaxShared),
-                      "getrf (shared memory carveout)");
-        detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                          &per_sm, lu_whole_kernel<T, NC, SUB, MAXT, MINB, Batch>, MAXT, 0),
-                      "getrf (occupancy)");
-        return sms * per_sm > 0 ? sms * per_sm : 1;
-    }();
+    static const int resident =
+        detail::resident_blocks(lu_whole_kernel<T, NC, SUB, MAXT, MINB, Batch>, MAXT, "getrf (register kernel grid)");
     const int needed = detail::ceil_div(count, MAXT / SUB);
     lu_whole_kernel<T, NC, SUB, MAXT, MINB, Batch><<<needed < resident ? needed : resident, MAXT, 0, stream>>>(batch, count);
     detail::check_launch("getrf (register kernel)");

@@ -444,17 +444,8 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
 template <class T, bool kTransL>
 void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
                       const int* info, int count) {
-    static const unsigned resident = [] {
-        int device = 0, sms = 0, per_sm = 0;
-        detail::check(cudaGetDevice(&device), "potrf trsm leaf (cudaGetDevice)");
-        detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "potrf trsm leaf (SM count)");
-        detail::check(cudaFuncSetAttribute(trsm_leaf_kernel<T, kTransL>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                           cudaSharedmemCarveoutMaxShared),
-                      "potrf trsm leaf (shared memory carveout)");
-        detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, trsm_leaf_kernel<T, kTransL>, kSolveRows, 0),
-                      "potrf trsm leaf (occupancy)");
-        return static_cast<unsigned>(std::max(1, sms * per_sm));
-    }();
+    static const auto resident = static_cast<unsigned>(
+        detail::resident_blocks(trsm_leaf_kernel<T, kTransL>, kSolveRows, "potrf trsm leaf (grid)"));
     const int row_blocks = detail::ceil_div(m, kSolveRows);
     const auto tiles = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
     trsm_leaf_kernel<T, kTransL>
