@@ -9,18 +9,20 @@
 // kernel takes its shapes from a policy (FixedShapes here; VarShapes, each matrix its own m, n
 // and lda, for vgeqrf's batches that fit it, through vgeqrf_small).
 //
-// Larger ones are blocked twice. A panel of at most kQr.ib columns is factored by one thread
-// block: in registers when it has at most 512 rows (W = 16, 8 or 4 warps by the panel's height,
-// kRegPanelCols; warp w owns columns w, w + W, ...; lane l rows l, l + 32, ...; the reflector
-// goes through a double-buffered shared vector, so one block barrier per column; the products
-// that apply it also give G = V^T V, from which the kernel forms T, LAPACK's larft, a column a
-// step behind), else in shared memory or in place in global memory (then G by a
-// batched gemm and T by larft_kernel). The panel's V (unit lower, explicit zeros) goes to the
-// workspace, and so does Y = V T: formed by the register kernel from V staged in shared memory,
-// by a batched gemm after the other one. The rest of the outer block (kQr.nb
-// columns) is updated with C -= V (Y^T C); the panels' Y are merged into the outer block's
-// (Y2 <- Y2 - Y1 (V1^T Y2), which is V [T1 T12; 0 T2] without forming T12), so the trailing
-// matrix sees one block reflector of width nb: two large batched gemms per outer step.
+// Larger ones are blocked twice. A panel of ib columns (16 for matrices of at most
+// kQr.narrow_rows rows, else kQr.ib = 32) is factored by one thread block: in registers when it
+// has at most 512 rows (W = 16, 8 or 4 warps by the panel's height, kRegPanelCols; warp w owns
+// columns w, w + W, ...; lane l rows l, l + 32, ...; the reflector goes through a
+// double-buffered shared vector, so one block barrier per column; the products that apply it
+// also give G = V^T V, from which the kernel forms T, LAPACK's larft, a column a step behind),
+// else in shared memory or in place in global memory (then G by a batched gemm and T by
+// larft_kernel). The panel's V (unit lower, explicit zeros) goes to the workspace, and so does
+// Y = V T: formed by the register kernel from V staged in shared memory, by a batched gemm after
+// the other one. The outer block (kQr.nb columns) is factored recursively by halves: the right
+// half is updated with C -= V_L (Y_L^T C) by the left half's block reflector, then its Y is
+// merged with the left half's (Y_R <- Y_R - Y_L (V_L^T Y_R), which is V [T_L T_LR; 0 T_R]
+// without forming T_LR), so the trailing matrix sees one block reflector of width nb: two
+// large batched gemms per outer step.
 //
 // geqrs gives each (matrix, right-hand side) pair one warp: Q^T b by the reflectors in order,
 // then back substitution with R, the column in shared memory when it fits.
@@ -50,10 +52,15 @@ struct QrTable {
     std::size_t chunk_bytes;       ///< the batch runs in chunks whose workspace fits in this
     int geqrs_warps;               ///< warps (one right-hand side each) per geqrs thread block
     std::size_t geqrs_smem_bytes;  ///< geqrs keeps its columns in shared memory up to this
+    int narrow_rows;               ///< m up to this: the blocked path's panels have 16 columns
 };
 // nb = 64: on the H100 (FP64) 1000 x 256 took 5.01 ms and 2000 x 512 39.0 ms, against 5.30 and
 // 40.4 ms with nb = 128 and 5.21 and 47.0 ms with nb = 32 (same run, bench_batched_geqrf).
-constexpr QrTable kQr{64, 4, 32, 64, 200 * 1024, 8, 16, 256, std::size_t(2) << 30, 4, 96 * 1024};
+// narrow_rows = 128: panels of 16 columns (two to four register-panel blocks per SM instead of
+// one or two) took 64 x 64 (10000 matrices) from 2.71 to 2.11 ms and 128 x 128 (5000) from 4.50
+// to 4.24, but 256 x 256 (1000) from 3.57 to 3.94 and 512 x 512 (2000) from 33.0 to 35.5 (H100,
+// FP64, 2026-11-23, bench/results/2026-11-23-h100-qr-ib16*).
+constexpr QrTable kQr{64, 4, 32, 64, 200 * 1024, 8, 16, 256, std::size_t(2) << 30, 4, 96 * 1024, 128};
 /// Columns a warp of the panel kernel owns at most (its dot products run side by side).
 constexpr int kMaxOwned = 4;
 constexpr int kLdT = 32;  ///< leading dimension of the per-matrix G and T blocks
@@ -69,6 +76,18 @@ int outer_block() {
         return v >= kQr.ib && v % kQr.ib == 0 ? v : kQr.nb;
     }();
     return nb;
+}
+
+/// The panel width of the blocked path for m rows: 16 up to kQr.narrow_rows, else kQr.ib; or
+/// $STARFACT_BATCHED_QR_IB (16 or 32) for tuning sweeps.
+int panel_width(int m) {
+    static const int forced = [] {
+        const char* s = std::getenv("STARFACT_BATCHED_QR_IB");
+        const int v = s != nullptr ? std::atoi(s) : 0;
+        return v == 16 || v == 32 ? v : 0;
+    }();
+    if (forced != 0) return forced;
+    return m <= kQr.narrow_rows ? 16 : kQr.ib;
 }
 
 /// One panel of every matrix of the batch: columns row0..row0+iw-1, rows row0..m-1. When V is
@@ -204,8 +223,8 @@ __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
 /// the next reflector) from the G(0:c, c) that step c's products left; with Y too (V and Tm
 /// not null; dynamic shared memory for 32 R x 32 entries), Y = V T in V's layout (rows
 /// 0..above-1 zero), V staged through shared memory and read a row per thread. 32 / K warps.
-template <class T, int R, int K>
-__global__ void __launch_bounds__(1024 / K, K / 2)  // at most 128 registers
+template <class T, int R, int K, int NCOL>
+__global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  // 128 or 64 registers
     reg_panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv, long long vstride,
                      int above, T* Tm, long long tstride, T* Y) {
     static_assert(R % 2 == 0, "the products run in pairs of rows");
@@ -214,7 +233,10 @@ __global__ void __launch_bounds__(1024 / K, K / 2)  // at most 128 registers
     __shared__ T s_tau[32];
     __shared__ T sT[32 * 33];  // G = V^T V (strict upper), then T in place
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    constexpr int W = 32 / K;  // warps, as launched: c % W and c / W are then a mask and a shift
+    constexpr int W = NCOL / K;  // warps, as launched: c % W and c / W are then a mask and a shift
+    static_assert(NCOL == 16 || NCOL == 32, "panels of at most 16 or 32 columns");
+    // With 64 registers (NCOL 16) the reflector is read from shared memory where it is used.
+    constexpr bool kKeepV = NCOL == 32;
     for (int i = threadIdx.x; i < 32 * 33; i += blockDim.x) sT[i] = 0;
     const int b = blockIdx.x, mp = m - row0;
     T* Ag = A[b] + row0 + static_cast<long long>(row0) * lda;
@@ -249,9 +271,12 @@ __global__ void __launch_bounds__(1024 / K, K / 2)  // at most 128 registers
         if (Tm != nullptr && c > 0 && warp == (c - 1) % W) larft_column(sT, s_tau[c - 1], c - 1, lane);
         const T t = s_tau[c];
         if (t == T(0)) continue;  // H = I, as LAPACK's larf
-        T vr[R];
+        T vr[kKeepV ? R : 1] = {};
+        auto vrow = [&](int r) { return kKeepV ? vr[kKeepV ? r : 0] : v[lane + 32 * r]; };
+        if constexpr (kKeepV) {
 #pragma unroll
-        for (int r = 0; r < R; ++r) vr[r] = v[lane + 32 * r];
+            for (int r = 0; r < R; ++r) vr[r] = v[lane + 32 * r];
+        }
         // For a finished column cc < c the same product is G(cc, c) = v_cc^T v_c (v_c is 0
         // above row c and 1 at it, where cc's registers hold R and beta), which T needs.
         T s[K];
@@ -262,8 +287,8 @@ __global__ void __launch_bounds__(1024 / K, K / 2)  // at most 128 registers
             if (cc != c && cc < iw)
 #pragma unroll
                 for (int r = 0; r < R; r += 2) {
-                    s0 += vr[r] * a[k][r];
-                    s1 += vr[r + 1] * a[k][r + 1];
+                    s0 += vrow(r) * a[k][r];
+                    s1 += vrow(r + 1) * a[k][r + 1];
                 }
             s[k] = s0 + s1;
         }
@@ -277,7 +302,7 @@ __global__ void __launch_bounds__(1024 / K, K / 2)  // at most 128 registers
             if (cc > c && cc < iw) {
                 const T f = t * s[k];
 #pragma unroll
-                for (int r = 0; r < R; ++r) a[k][r] -= f * vr[r];
+                for (int r = 0; r < R; ++r) a[k][r] -= f * vrow(r);
             }
         }
     }
@@ -321,18 +346,18 @@ __global__ void __launch_bounds__(1024 / K, K / 2)  // at most 128 registers
     T* Yb = Y + b * vstride;
     for (int i = threadIdx.x; i < above * iw; i += blockDim.x) Yb[i % above + static_cast<long long>(i / above) * ldv] = 0;
     using Pair = typename std::conditional<sizeof(T) == 8, double2, float2>::type;
-    static_assert(R * K <= 32, "a thread per row of the panel");
+    static_assert(R <= W, "a thread per row of the panel");
     const int row = threadIdx.x;
     if (row < mp) {
-        T y[32];
+        T y[NCOL];
 #pragma unroll
-        for (int cc = 0; cc < 32; ++cc) y[cc] = 0;
+        for (int cc = 0; cc < NCOL; ++cc) y[cc] = 0;
 #pragma unroll
-        for (int l = 0; l < 32; ++l) {
+        for (int l = 0; l < NCOL; ++l) {
             const T vl = l < iw ? sV[row + 32 * R * l] : T(0);  // columns past the panel: not staged
             // T is upper triangular: columns from l (from l - 1 for an aligned pair: T(l, l-1) = 0).
 #pragma unroll
-            for (int cc = l & ~1; cc < 32; cc += 2) {
+            for (int cc = l & ~1; cc < NCOL; cc += 2) {
                 const Pair t = *reinterpret_cast<const Pair*>(sTr + 32 * l + cc);
                 y[cc] += vl * t.x;
                 y[cc + 1] += vl * t.y;
@@ -340,7 +365,7 @@ __global__ void __launch_bounds__(1024 / K, K / 2)  // at most 128 registers
         }
         T* Yr = Yb + above + row;
 #pragma unroll
-        for (int cc = 0; cc < 32; ++cc)
+        for (int cc = 0; cc < NCOL; ++cc)
             if (cc < iw) Yr[static_cast<long long>(cc) * ldv] = y[cc];
     }
 }
@@ -605,6 +630,7 @@ struct QrPlan {
     enum class Path { small, panel, blocked };
     Path path = Path::small;
     int nb = 0;
+    int ib = kQr.ib;  ///< panel width
     int chunk = 0;
     int arrays = 0;                                     ///< pointer arrays of `chunk` entries
     std::size_t v_elems = 0, w_elems = 0, t_elems = 0;  ///< per matrix: V (= Y), W, G (= T)
@@ -616,11 +642,12 @@ struct QrPlan {
         if (m <= kQr.small_rows && n <= 32) return p;
         p.path = n <= kQr.ib ? Path::panel : Path::blocked;
         if (p.path == Path::panel || count <= 0) return p;
+        p.ib = panel_width(m);
         p.nb = std::min(outer_block(), n);
         p.v_elems = static_cast<std::size_t>(m) * p.nb;
         p.w_elems = static_cast<std::size_t>(p.nb) * n;
         p.t_elems = static_cast<std::size_t>(kLdT) * kLdT;
-        p.arrays = 4 + 2 * detail::ceil_div(p.nb, kQr.ib);
+        p.arrays = 4 + 2 * detail::ceil_div(p.nb, p.ib);
         const std::size_t per = (2 * p.v_elems + p.w_elems + 2 * p.t_elems) * sizeof(T) + p.arrays * sizeof(T*);
         p.chunk = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(count, kQr.chunk_bytes / per)));
         return p;
@@ -648,15 +675,40 @@ constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel ker
 constexpr int kRegPanelCols[4] = {8, 4, 4, 2};
 static_assert(kQr.ib <= 32, "every panel column has an owner");
 
-template <class T, int R, int K>
+template <class T, int R, int K, int NCOL>
 void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
                       int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
-    const std::size_t smem = Y != nullptr ? sizeof(T) * 32 * R * 32 : 0;
+    const std::size_t smem = Y != nullptr ? sizeof(T) * 32 * R * NCOL : 0;
     // With the static arrays (sTr among them) the total passes 48 KiB already at R = 4 in double.
-    if (smem > 0) detail::opt_in_shared(reg_panel_kernel<T, R, K>, "geqrf register panel shared memory");
-    reg_panel_kernel<T, R, K><<<count, 32 * (32 / K), smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv,
-                                                                             vstride, above, Tm, tstride, Y);
+    if (smem > 0) detail::opt_in_shared(reg_panel_kernel<T, R, K, NCOL>, "geqrf register panel shared memory");
+    reg_panel_kernel<T, R, K, NCOL><<<count, 32 * (NCOL / K), smem, launch.stream>>>(
+        A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y);
     detail::check_launch("geqrf register panel");
+}
+
+/// The register panel for mp <= 32 kRegPanelSlots rows and NCOL (16 or 32) >= iw columns: the
+/// smallest R (rows per lane) that holds the panel, with the warps of kRegPanelCols.
+template <class T, int NCOL>
+void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau,
+                           T* V, int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
+    constexpr int D = 32 / NCOL;  // NCOL 16: the same warps, each with half the columns
+    const int mp = m - row0;
+#define STARFACT_REG_PANEL(R_, I_)                                                                                  \
+    launch_reg_panel<T, R_, kRegPanelCols[I_] / D, NCOL>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, \
+                                                         above, Tm, tstride, Y, count)
+    if (mp <= 64)
+        STARFACT_REG_PANEL(2, 0);
+    else if (mp <= 128)
+        STARFACT_REG_PANEL(4, 1);
+    else if (mp <= 192)
+        STARFACT_REG_PANEL(6, 2);
+    else if (mp <= 256)
+        STARFACT_REG_PANEL(8, 2);
+    else if (mp <= 384)
+        STARFACT_REG_PANEL(12, 3);
+    else
+        STARFACT_REG_PANEL(16, 3);
+#undef STARFACT_REG_PANEL
 }
 
 /// Factors one panel of every matrix; with V, also writes V, and T and Y = V T too when it
@@ -667,26 +719,13 @@ bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, i
                   long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
     const int mp = m - row0;
     if (mp <= 32 * kRegPanelSlots) {
-        // In registers: the smallest R (rows per lane) that holds the panel.
         if (V == nullptr || Tm == nullptr) Y = nullptr;
-        if (mp <= 64)
-            launch_reg_panel<T, 2, kRegPanelCols[0]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
-                                                     tstride, Y, count);
-        else if (mp <= 128)
-            launch_reg_panel<T, 4, kRegPanelCols[1]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
-                                                     tstride, Y, count);
-        else if (mp <= 192)
-            launch_reg_panel<T, 6, kRegPanelCols[2]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
-                                                     tstride, Y, count);
-        else if (mp <= 256)
-            launch_reg_panel<T, 8, kRegPanelCols[2]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
-                                                     tstride, Y, count);
-        else if (mp <= 384)
-            launch_reg_panel<T, 12, kRegPanelCols[3]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above,
-                                                      Tm, tstride, Y, count);
+        if (iw <= 16)
+            launch_reg_panel_rows<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride,
+                                         Y, count);
         else
-            launch_reg_panel<T, 16, kRegPanelCols[3]>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above,
-                                                      Tm, tstride, Y, count);
+            launch_reg_panel_rows<T, 32>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride,
+                                         Y, count);
         return Y != nullptr;
     }
     const std::size_t bytes = static_cast<std::size_t>(mp | 1) * iw * sizeof(T);
@@ -754,7 +793,7 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
                  const QrWork<T>& ws) {
     cudaStream_t s = launch.stream;
     cublasHandle_t h = launch.cublas;
-    const int ib = kQr.ib, nb = plan.nb;
+    const int ib = plan.ib, nb = plan.nb;
     const long long vs = static_cast<long long>(plan.v_elems), wst = static_cast<long long>(plan.w_elems),
                     ts = static_cast<long long>(plan.t_elems);
     const cublasOperation_t N = CUBLAS_OP_N, Tr = CUBLAS_OP_T;
@@ -779,45 +818,61 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
     for (int k = 0; k < n; k += nb) {
         const int w = std::min(nb, n - k), mp = m - k;
         const bool trailing = k + w < n;
-        for (int j = 0; j < w; j += ib) {
-            const int iw = std::min(ib, w - j);
-            const bool right = k + j + iw < n;
-            T* Vj = V + static_cast<long long>(j) * m;  // column j of V, row 0
-            T* Yj = Y + static_cast<long long>(j) * m;
-            const bool have_y = launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? Vj : nullptr, m, vs, j,
-                                                ws.Tm, ts, right ? Yj : nullptr, count);
-            if (!right) continue;
-            if (!have_y) {
-                // T of the panel from G = V_j^T V_j.
-                detail::check(gemm_strided(h, Tr, N, iw, iw, mp - j, T(1), Vj + j, m, vs, Vj + j, m, vs, T(0), ws.G,
-                                           kLdT, ts, count),
-                              "geqrf gemm G = V^T V");
-                larft_kernel<T><<<detail::ceil_div(count, 4), 128, 0, s>>>(ws.G, ws.Tm, ts, tau, n, k + j, iw, count);
-                detail::check_launch("geqrf larft");
-                // Y_j = V_j T_j (V_j's rows above j are zero, so Y_j's are too).
-                detail::check(
-                    gemm_strided(h, N, N, mp, iw, iw, T(1), Vj, m, vs, ws.Tm, kLdT, ts, T(0), Yj, m, vs, count),
-                    "geqrf gemm Y = V T");
+        // Columns j..j+len-1 of the outer block (len = ib times a power of two), recursively:
+        // the left half, the right half updated by the left half's block reflector, the right
+        // half, then the right half's Y merged so that Y(:, j:j+len) is the block reflector of
+        // all len columns (Y_R <- Y_R - Y_L (V_L^T Y_R), which is V [T_L T_LR; 0 T_R] without
+        // forming T_LR). The outer block's Y is needed only when a trailing matrix follows.
+        auto factor = [&](auto&& self, int j, int len, bool need_y) -> void {
+            if (j >= w) return;
+            if (len == ib) {
+                const int iw = std::min(ib, w - j);
+                const bool right = k + j + iw < n;
+                T* Vj = V + static_cast<long long>(j) * m;  // column j of V, row 0
+                T* Yj = Y + static_cast<long long>(j) * m;
+                const bool have_y = launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? Vj : nullptr, m, vs,
+                                                    j, ws.Tm, ts, right ? Yj : nullptr, count);
+                if (right && !have_y) {
+                    // T of the panel from G = V_j^T V_j.
+                    detail::check(gemm_strided(h, Tr, N, iw, iw, mp - j, T(1), Vj + j, m, vs, Vj + j, m, vs, T(0),
+                                               ws.G, kLdT, ts, count),
+                                  "geqrf gemm G = V^T V");
+                    larft_kernel<T>
+                        <<<detail::ceil_div(count, 4), 128, 0, s>>>(ws.G, ws.Tm, ts, tau, n, k + j, iw, count);
+                    detail::check_launch("geqrf larft");
+                    // Y_j = V_j T_j (V_j's rows above j are zero, so Y_j's are too).
+                    detail::check(
+                        gemm_strided(h, N, N, mp, iw, iw, T(1), Vj, m, vs, ws.Tm, kLdT, ts, T(0), Yj, m, vs, count),
+                        "geqrf gemm Y = V T");
+                }
+                return;
             }
-            const int nc = w - j - iw;
-            if (nc > 0) {
-                // The rest of the outer block: C -= V_j (Y_j^T C).
-                detail::offset_pointers(Cp, A, (k + j) + static_cast<long long>(k + j + iw) * lda, count, s);
-                detail::check(gemm_batched(h, Tr, N, iw, nc, mp - j, T(1), Yjp(j), m, Cp, lda, T(0), Wp, ib, count),
-                              "geqrf gemm W = Y^T C");
-                detail::check(gemm_batched(h, N, N, mp - j, nc, iw, T(-1), Vjp(j), m, Wp, ib, T(1), Cp, lda, count),
-                              "geqrf gemm C -= V W");
-            }
-            if (trailing && j > 0) {
-                // Y(:, j:j+iw) -= Y(:, 0:j) (V(:, 0:j)^T Y(:, j:j+iw)): the block reflector of
-                // columns 0..j+iw-1 of the outer block is I - V Y^T.
-                detail::check(
-                    gemm_strided(h, Tr, N, j, iw, mp - j, T(1), V + j, m, vs, Yj + j, m, vs, T(0), W, nb, wst, count),
-                    "geqrf gemm Z = V^T Y");
-                detail::check(gemm_strided(h, N, N, mp, iw, j, T(-1), Y, m, vs, W, nb, wst, T(1), Yj, m, vs, count),
-                              "geqrf gemm Y -= Y Z");
-            }
-        }
+            const int half = len / 2, r0 = j + half;
+            self(self, j, half, true);
+            if (r0 >= w) return;
+            const int lw = half;  // the left half is whole: r0 < w
+            const int nc = std::min(w, j + len) - r0;
+            // Columns r0..r0+nc-1 of the outer block: C -= V_L (Y_L^T C).
+            detail::offset_pointers(Cp, A, (k + j) + static_cast<long long>(k + r0) * lda, count, s);
+            detail::check(gemm_batched(h, Tr, N, lw, nc, mp - j, T(1), Yjp(j), m, Cp, lda, T(0), Wp, lw, count),
+                          "geqrf gemm W = Y^T C");
+            detail::check(gemm_batched(h, N, N, mp - j, nc, lw, T(-1), Vjp(j), m, Wp, lw, T(1), Cp, lda, count),
+                          "geqrf gemm C -= V W");
+            self(self, r0, half, need_y);
+            if (!need_y) return;
+            // Y_R -= Y_L (V_L^T Y_R): rows from r0 for the product (Y_R is zero above r0),
+            // from j for the update (Y_L is zero above j).
+            T* YR = Y + static_cast<long long>(r0) * m;
+            detail::check(gemm_strided(h, Tr, N, lw, nc, mp - r0, T(1), V + r0 + static_cast<long long>(j) * m, m, vs,
+                                       YR + r0, m, vs, T(0), W, nb, wst, count),
+                          "geqrf gemm Z = V^T Y");
+            detail::check(gemm_strided(h, N, N, mp - j, nc, lw, T(-1), Y + j + static_cast<long long>(j) * m, m, vs,
+                                       W, nb, wst, T(1), YR + j, m, vs, count),
+                          "geqrf gemm Y -= Y Z");
+        };
+        int top = ib;
+        while (top < nb) top *= 2;
+        factor(factor, 0, top, trailing);
         if (trailing) {
             const int nc = n - k - w;
             detail::offset_pointers(Cp, A, k + static_cast<long long>(k + w) * lda, count, s);

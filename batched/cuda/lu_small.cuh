@@ -162,28 +162,48 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
     const unsigned gbits = SUB == 32 ? kFullMask : ((1u << SUB) - 1u) << (lane / SUB * SUB);
     T* st = stage + group * SUB * NC;  // st[c * SUB + t] = A(t, c)
     const int stride = gridDim.x * kGroups;
-    auto fetch = [&](int bb) {
-        if (bb < count) {
-            const int nb = batch.order(bb), ld = batch.ld(bb);
-            const T* src = batch.A[bb];
-            if (t < nb)
-                for (int c = 0; c < nb; ++c) cp_async(st + c * SUB + t, src + t + static_cast<std::size_t>(c) * ld);
-        }
+    // A matrix's pointer, order and leading dimension (order 0: no matrix), read from the batch
+    // two matrices ahead so that their loads are not waited for (kAhead), or just before its
+    // copy is started. Ahead: 16 x 10000 23.4 against 24.5 us, vgetrf uniform:32 (5000) 48.4
+    // against 51.1 us; but order 32 fixed, whose 96 registers then spill more, 116 against 111
+    // us (H100, FP64, 2026-11-23, bench/results/2026-11-23-h100-lu-ahead*).
+    constexpr bool kAhead = !Batch::kUniform || NC < 32;
+    struct Entry {
+        T* ptr;
+        int n, ld;
+    };
+    auto peek = [&](long long bb) {
+        if (bb >= count) return Entry{nullptr, 0, 0};
+        const int i = static_cast<int>(bb);
+        return Entry{batch.A[i], batch.order(i), batch.ld(i)};
+    };
+    auto fetch = [&](const Entry& e) {
+        if (t < e.n)
+            for (int c = 0; c < e.n; ++c) cp_async(st + c * SUB + t, e.ptr + t + static_cast<std::size_t>(c) * e.ld);
         cp_async_commit();
     };
     int b = blockIdx.x * kGroups + group;
     const int warp_first = blockIdx.x * kGroups + static_cast<int>(threadIdx.x / 32) * kPerWarp;
-    fetch(b);
+    Entry cur = peek(b);
+    fetch(cur);
+    Entry next = kAhead ? peek(b + 1LL * stride) : Entry{nullptr, 0, 0};
     T a[NC];
     for (int wb = warp_first; wb < count; wb += stride, b += stride) {
         const bool active = b < count;
-        const int n = active ? batch.order(b) : 0;
+        const int n = cur.n;
         cp_async_wait_all();
         __syncwarp();
 #pragma unroll
         for (int c = 0; c < NC; ++c) a[c] = (t < n && c < n) ? st[c * SUB + t] : T(0);
         __syncwarp();
-        fetch(b + stride);
+        Entry after{nullptr, 0, 0};
+        if constexpr (kAhead) {
+            fetch(next);
+            after = peek(b + 2LL * stride);
+        } else {
+            next = peek(b + 1LL * stride);
+            fetch(next);
+        }
 
         // Columns to go through, the same for the whole warp (a group without a matrix too).
         int steps = n;
@@ -264,8 +284,8 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
         }
 
         if (active) {
-            T* Ab = batch.A[b];
-            const int ld = batch.ld(b);
+            T* Ab = cur.ptr;
+            const int ld = cur.ld;
             if (t < n) {
 #pragma unroll
                 for (int c = 0; c < NC; ++c)
@@ -274,6 +294,8 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
             }
             if (t == 0) batch.info[b] = linfo;
         }
+        cur = next;
+        next = after;
     }
 }
 
