@@ -151,30 +151,28 @@ __device__ void larft_in_place(T* sT, const T* s_tau, int iw, int lane, T* out) 
 
 /// LAPACK's larfg on a column spread over a warp's registers (lane l, slot r: row l + 32 r;
 /// rows past the panel hold zeros): rows c+1.. are x, row c is alpha. On return they hold v
-/// and beta; returns tau (0, column untouched, when x = 0).
+/// and beta; returns tau (0, column untouched, when x = 0). The column is one of a panel's, so
+/// c < 32: alpha is slot 0 of lane c, and only slot 0 needs masking (slots 1.. are all in x),
+/// which keeps this chain, on the panel's critical path, short (the generic form compiled to
+/// some 580 instructions).
 template <class T, int R>
 __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
-    // Four partial sums: a shorter dependency chain on the panel's critical path.
-    T part[4] = {0, 0, 0, 0}, alpha_l = 0;
+    const bool below = lane > c;  // slot 0 is in x
+    // Four partial sums: a shorter dependency chain.
+    T part[4] = {below ? x[0] * x[0] : T(0), 0, 0, 0};
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-        const int row = lane + 32 * r;
-        if (row > c) part[r % 4] += x[r] * x[r];
-        if (row == c) alpha_l = x[r];
-    }
+    for (int r = 1; r < R; ++r) part[r % 4] += x[r] * x[r];
     const T ssq = warp_sum((part[0] + part[1]) + (part[2] + part[3]));
-    T alpha = __shfl_sync(kFull, alpha_l, c & 31);
+    T alpha = __shfl_sync(kFull, x[0], c);
     auto scaled_norm = [&] {
-        T scale = 0;
+        T scale = below ? fabs(x[0]) : T(0);  // a NaN stays: fabs keeps it, nan_max too
 #pragma unroll
-        for (int r = 0; r < R; ++r)
-            if (lane + 32 * r > c) scale = nan_max(scale, fabs(x[r]));
+        for (int r = 1; r < R; ++r) scale = nan_max(scale, fabs(x[r]));
         scale = warp_nan_max(scale);
         if (scale == 0) return T(0);
-        T s = 0;
+        T s = below ? (x[0] / scale) * (x[0] / scale) : T(0);
 #pragma unroll
-        for (int r = 0; r < R; ++r)
-            if (lane + 32 * r > c) s += (x[r] / scale) * (x[r] / scale);
+        for (int r = 1; r < R; ++r) s += (x[r] / scale) * (x[r] / scale);
         return scale * sqrt(warp_sum(s));
     };
     // A plain sum of squares is at least ssq_low > 0: x is not zero, and beta takes one sqrt
@@ -194,9 +192,9 @@ __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
         const T rsafmn = T(1) / Safe<T>::min;
         do {
             ++knt;
+            if (below) x[0] *= rsafmn;
 #pragma unroll
-            for (int r = 0; r < R; ++r)
-                if (lane + 32 * r > c) x[r] *= rsafmn;
+            for (int r = 1; r < R; ++r) x[r] *= rsafmn;
             beta *= rsafmn;
             alpha *= rsafmn;
         } while (fabs(beta) < Safe<T>::min && knt < 20);
@@ -205,13 +203,27 @@ __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
     const T tau = (beta - alpha) / beta;
     const T scal = T(1) / (alpha - beta);
     for (int k = 0; k < knt; ++k) beta *= Safe<T>::min;
+    x[0] = below ? x[0] * scal : (lane == c ? beta : x[0]);
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-        const int row = lane + 32 * r;
-        if (row > c) x[r] *= scal;
-        if (row == c) x[r] = beta;
-    }
+    for (int r = 1; r < R; ++r) x[r] *= scal;
     return tau;
+}
+
+/// Leading dimension of the register panel's V staged in shared memory (32 R rows): 4 more than
+/// a multiple of 16 entries, so that the 16 doubles a half warp reads for a tensor-core
+/// fragment (4 rows of each of 4 columns) fall in distinct banks.
+__host__ __device__ constexpr int reg_panel_ldv(int R) { return 32 * R + 4; }
+
+/// D += A B for one 8 x 8 x 4 FP64 tensor-core product (mma m8n8k4): lane l holds A(l / 4,
+/// l % 4), B(l % 4, l / 4) and D(l / 4, 2 (l % 4) + {0, 1}).
+__device__ __forceinline__ void dmma_8x8x4(double (&d)[2], double a, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+                 : "+d"(d[0]), "+d"(d[1])
+                 : "d"(a), "d"(b));
+#else
+    __trap();  // not built for such devices (sm_90 only); kept so that the code compiles
+#endif
 }
 
 /// One panel (mp = m - row0 <= 32 R rows, iw <= 32 columns) of every matrix, held in registers:
@@ -234,6 +246,7 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
     __shared__ T sT[32 * 33];  // G = V^T V (strict upper), then T in place
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     constexpr int W = NCOL / K;  // warps, as launched: c % W and c / W are then a mask and a shift
+    constexpr int kLdV = reg_panel_ldv(R);  // V staged for Y = V T
     static_assert(NCOL == 16 || NCOL == 32, "panels of at most 16 or 32 columns");
     // With 64 registers (NCOL 16) the reflector is read from shared memory where it is used.
     constexpr bool kKeepV = NCOL == 32;
@@ -250,35 +263,17 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
             a[k][r] = cc < iw && row < mp ? Ag[row + static_cast<long long>(cc) * lda] : T(0);
         }
     }
-    for (int c = 0; c < iw; ++c) {
-        T* v = vbuf[c & 1];
-        if (warp == c % W) {
-            const int kc = c / W;
-#pragma unroll
-            for (int k = 0; k < K; ++k)
-                if (k == kc) {
-                    const T t = warp_larfg_regs(a[k], c, lane);
-#pragma unroll
-                    for (int r = 0; r < R; ++r) {
-                        const int row = lane + 32 * r;
-                        v[row] = row > c ? a[k][r] : (row == c ? T(1) : T(0));
-                    }
-                    if (lane == 0) s_tau[c] = t;
-                }
-        }
-        __syncthreads();
-        // G(0:c-1, c-1) is complete: T's column c-1 (columns 0..c-2 were formed before).
-        if (Tm != nullptr && c > 0 && warp == (c - 1) % W) larft_column(sT, s_tau[c - 1], c - 1, lane);
-        const T t = s_tau[c];
-        if (t == T(0)) continue;  // H = I, as LAPACK's larf
+    // Reflector c (tau t, v in vbuf[c & 1]) applied by this warp to its columns; for a finished
+    // column cc < c the same product is G(cc, c) = v_cc^T v_c (v_c is 0 above row c and 1 at it,
+    // where cc's registers hold R and beta), which T needs.
+    auto apply_reflector = [&](int c, T t) {
+        const T* v = vbuf[c & 1];
         T vr[kKeepV ? R : 1] = {};
         auto vrow = [&](int r) { return kKeepV ? vr[kKeepV ? r : 0] : v[lane + 32 * r]; };
         if constexpr (kKeepV) {
 #pragma unroll
             for (int r = 0; r < R; ++r) vr[r] = v[lane + 32 * r];
         }
-        // For a finished column cc < c the same product is G(cc, c) = v_cc^T v_c (v_c is 0
-        // above row c and 1 at it, where cc's registers hold R and beta), which T needs.
         T s[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) {
@@ -305,6 +300,31 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
                 for (int r = 0; r < R; ++r) a[k][r] -= f * vrow(r);
             }
         }
+    };
+    // (Measured and dropped: the owner of column c + 1 updating that column first and forming
+    // its reflector before its other columns, 2000 x 512 31.9 against 30.3 ms: more barrier
+    // wait, not less. bench/results/2026-11-23-h100-qr-owner-first*.)
+    for (int c = 0; c < iw; ++c) {
+        T* v = vbuf[c & 1];
+        if (warp == c % W) {
+            const int kc = c / W;
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+                if (k == kc) {
+                    const T t = warp_larfg_regs(a[k], c, lane);
+                    v[lane] = lane > c ? a[k][0] : (lane == c ? T(1) : T(0));  // c < 32: slot 0 only
+#pragma unroll
+                    for (int r = 1; r < R; ++r) v[lane + 32 * r] = a[k][r];
+                    if (lane == 0) s_tau[c] = t;
+                }
+        }
+        __syncthreads();
+        const T t = s_tau[c];
+        if (t != T(0)) apply_reflector(c, t);  // else H = I, as LAPACK's larf
+        // T's column c-1 (G(0:c-1, c-1) complete since the barrier above, columns 0..c-2 formed
+        // before) by the owner of column c-1 after its own updates, while the owner of column
+        // c+1 forms that reflector: off the critical path, which the larft had lengthened.
+        if (Tm != nullptr && c > 0 && warp == (c - 1) % W) larft_column(sT, s_tau[c - 1], c - 1, lane);
     }
     __syncthreads();
     if (static_cast<int>(threadIdx.x) < iw)
@@ -331,42 +351,88 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
                 const int row = lane + 32 * r;
                 const T vr = row < mp ? (row > cc ? a[k][r] : (row == cc ? T(1) : T(0))) : T(0);
                 if (row < mp) Vc[above + row] = vr;
-                if (Y != nullptr) reinterpret_cast<T*>(smem_raw)[row + 32 * R * cc] = vr;
+                if (Y != nullptr) reinterpret_cast<T*>(smem_raw)[row + kLdV * cc] = vr;
             }
         }
     }
     if (Y == nullptr) return;
-    // Y = V T by rows: a thread per row of the panel, T read row by row (a copy with leading
-    // dimension 32, two entries a load, the same address across the warp), V's row once.
-    __shared__ __align__(16) T sTr[32 * 32];
-    __syncthreads();  // V staged, T complete in sT
-    for (int i = threadIdx.x; i < 32 * 32; i += blockDim.x) sTr[i] = sT[(i >> 5) + 33 * (i & 31)];
-    __syncthreads();
     const T* sV = reinterpret_cast<const T*>(smem_raw);
     T* Yb = Y + b * vstride;
     for (int i = threadIdx.x; i < above * iw; i += blockDim.x) Yb[i % above + static_cast<long long>(i / above) * ldv] = 0;
-    using Pair = typename std::conditional<sizeof(T) == 8, double2, float2>::type;
-    static_assert(R <= W, "a thread per row of the panel");
-    const int row = threadIdx.x;
-    if (row < mp) {
-        T y[NCOL];
+    // T row-major with leading dimension 36 (for the fragments' banks, as kLdV) or 32.
+    constexpr bool kTensor = std::is_same<T, double>::value;
+    constexpr int kLdTr = kTensor ? 36 : 32;
+    __shared__ __align__(16) T sTr[32 * kLdTr];
+    __syncthreads();  // V staged, T complete in sT
+    for (int i = threadIdx.x; i < 32 * 32; i += blockDim.x) sTr[(i >> 5) * kLdTr + (i & 31)] = sT[(i >> 5) + 33 * (i & 31)];
+    __syncthreads();
+    if constexpr (kTensor) {
+        // Y = V T on the tensor cores: warp w takes RF row tiles of 8 (rows 8 RF w ..), every
+        // tile column j of T's NCOL / 8, and only the k-steps (4 rows of T) where T(:, 8j..8j+7)
+        // is not zero (upper triangular: rows up to 8j + 7). V's columns past the panel were not
+        // staged: read as zeros.
+        constexpr int RF = 4 * R / W, CF = NCOL / 8;
+        static_assert(RF * W == 4 * R && RF >= 1, "the row tiles are shared evenly");
+        const int g = lane >> 2, q = lane & 3;
+        const int r0 = 8 * RF * warp;
+        double acc[RF][CF][2];
 #pragma unroll
-        for (int cc = 0; cc < NCOL; ++cc) y[cc] = 0;
+        for (int i = 0; i < RF; ++i)
 #pragma unroll
-        for (int l = 0; l < NCOL; ++l) {
-            const T vl = l < iw ? sV[row + 32 * R * l] : T(0);  // columns past the panel: not staged
-            // T is upper triangular: columns from l (from l - 1 for an aligned pair: T(l, l-1) = 0).
+            for (int j = 0; j < CF; ++j) acc[i][j][0] = acc[i][j][1] = 0;
 #pragma unroll
-            for (int cc = l & ~1; cc < NCOL; cc += 2) {
-                const Pair t = *reinterpret_cast<const Pair*>(sTr + 32 * l + cc);
-                y[cc] += vl * t.x;
-                y[cc + 1] += vl * t.y;
+        for (int kk = 0; kk < NCOL / 4; ++kk) {
+            const int l = 4 * kk + q;  // this lane's column of V, row of T
+            double va[RF];
+#pragma unroll
+            for (int i = 0; i < RF; ++i) va[i] = l < iw ? sV[r0 + 8 * i + g + kLdV * l] : 0.0;
+#pragma unroll
+            for (int j = 0; j < CF; ++j) {
+                if (kk > 2 * j + 1) continue;  // T(4kk.., 8j..) = 0
+                const double tb = sTr[l * kLdTr + 8 * j + g];
+#pragma unroll
+                for (int i = 0; i < RF; ++i) dmma_8x8x4(acc[i][j], va[i], tb);
             }
         }
-        T* Yr = Yb + above + row;
 #pragma unroll
-        for (int cc = 0; cc < NCOL; ++cc)
-            if (cc < iw) Yr[static_cast<long long>(cc) * ldv] = y[cc];
+        for (int i = 0; i < RF; ++i) {
+            const int row = r0 + 8 * i + g;
+            if (row >= mp) continue;
+            T* Yr = Yb + above + row;
+#pragma unroll
+            for (int j = 0; j < CF; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int cc = 8 * j + 2 * q + e;
+                    if (cc < iw) Yr[static_cast<long long>(cc) * ldv] = acc[i][j][e];
+                }
+        }
+    } else {
+        // By rows: a thread per row of the panel, T read row by row (two entries a load, the
+        // same address across the warp), V's row once.
+        using Pair = typename std::conditional<sizeof(T) == 8, double2, float2>::type;
+        static_assert(R <= W, "a thread per row of the panel");
+        const int row = threadIdx.x;
+        if (row < mp) {
+            T y[NCOL];
+#pragma unroll
+            for (int cc = 0; cc < NCOL; ++cc) y[cc] = 0;
+#pragma unroll
+            for (int l = 0; l < NCOL; ++l) {
+                const T vl = l < iw ? sV[row + kLdV * l] : T(0);  // columns past the panel: not staged
+                // T is upper triangular: columns from l (from l - 1 for an aligned pair: T(l, l-1) = 0).
+#pragma unroll
+                for (int cc = l & ~1; cc < NCOL; cc += 2) {
+                    const Pair t = *reinterpret_cast<const Pair*>(sTr + kLdTr * l + cc);
+                    y[cc] += vl * t.x;
+                    y[cc + 1] += vl * t.y;
+                }
+            }
+            T* Yr = Yb + above + row;
+#pragma unroll
+            for (int cc = 0; cc < NCOL; ++cc)
+                if (cc < iw) Yr[static_cast<long long>(cc) * ldv] = y[cc];
+        }
     }
 }
 
@@ -678,7 +744,7 @@ static_assert(kQr.ib <= 32, "every panel column has an owner");
 template <class T, int R, int K, int NCOL>
 void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
                       int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
-    const std::size_t smem = Y != nullptr ? sizeof(T) * 32 * R * NCOL : 0;
+    const std::size_t smem = Y != nullptr ? sizeof(T) * reg_panel_ldv(R) * NCOL : 0;
     // With the static arrays (sTr among them) the total passes 48 KiB already at R = 4 in double.
     if (smem > 0) detail::opt_in_shared(reg_panel_kernel<T, R, K, NCOL>, "geqrf register panel shared memory");
     reg_panel_kernel<T, R, K, NCOL><<<count, 32 * (NCOL / K), smem, launch.stream>>>(
@@ -863,11 +929,11 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
             // Y_R -= Y_L (V_L^T Y_R): rows from r0 for the product (Y_R is zero above r0),
             // from j for the update (Y_L is zero above j).
             T* YR = Y + static_cast<long long>(r0) * m;
-            detail::check(gemm_strided(h, Tr, N, lw, nc, mp - r0, T(1), V + r0 + static_cast<long long>(j) * m, m, vs,
-                                       YR + r0, m, vs, T(0), W, nb, wst, count),
+            detail::check(gemm_strided(h, Tr, N, lw, nc, mp - r0, T(1), V + r0 + static_cast<long long>(j) * m, m,
+                                       vs, YR + r0, m, vs, T(0), W, nb, wst, count),
                           "geqrf gemm Z = V^T Y");
-            detail::check(gemm_strided(h, N, N, mp - j, nc, lw, T(-1), Y + j + static_cast<long long>(j) * m, m, vs,
-                                       W, nb, wst, T(1), YR + j, m, vs, count),
+            detail::check(gemm_strided(h, N, N, mp - j, nc, lw, T(-1), Y + j + static_cast<long long>(j) * m, m,
+                                       vs, W, nb, wst, T(1), YR + j, m, vs, count),
                           "geqrf gemm Y -= Y Z");
         };
         int top = ib;
@@ -876,9 +942,13 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
         if (trailing) {
             const int nc = n - k - w;
             detail::offset_pointers(Cp, A, k + static_cast<long long>(k + w) * lda, count, s);
-            detail::check(gemm_batched(h, Tr, N, w, nc, mp, T(1), Y0p, m, Cp, lda, T(0), Wp, nb, count),
-                          "geqrf trailing gemm W = Y^T C");
-            detail::check(gemm_batched(h, N, N, mp, nc, w, T(-1), V0p, m, Wp, nb, T(1), Cp, lda, count),
+            // W^T = C^T Y, then C -= V (W^T)^T: cuBLAS picks faster kernels for these shapes than
+            // for W = Y^T C, C -= V W (2000 x 512 30.33 against 30.92 ms, 256 x 1000 3.41
+            // against 3.44; H100, FP64, 2026-11-23, bench/results/2026-11-23-h100-qr-wt*). The
+            // same change in the panels' own updates and merges measured within noise.
+            detail::check(gemm_batched(h, Tr, N, nc, w, mp, T(1), Cp, lda, Y0p, m, T(0), Wp, nc, count),
+                          "geqrf trailing gemm W^T = C^T Y");
+            detail::check(gemm_batched(h, N, Tr, mp, nc, w, T(-1), V0p, m, Wp, nc, T(1), Cp, lda, count),
                           "geqrf trailing gemm C -= V W");
         }
     }
