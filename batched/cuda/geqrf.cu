@@ -277,15 +277,13 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
         T s[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-            T s0 = 0, s1 = 0;  // two partial sums: half the dependency chain
+            constexpr int P = R % 4 == 0 ? 4 : 2;  // partial sums: a shorter dependency chain
+            T ps[P] = {};
             const int cc = warp + k * W;
             if (cc != c && cc < iw)
 #pragma unroll
-                for (int r = 0; r < R; r += 2) {
-                    s0 += vrow(r) * a[k][r];
-                    s1 += vrow(r + 1) * a[k][r + 1];
-                }
-            s[k] = s0 + s1;
+                for (int r = 0; r < R; ++r) ps[r % P] += vrow(r) * a[k][r];
+            s[k] = P == 4 ? (ps[0] + ps[1]) + (ps[2 % P] + ps[3 % P]) : ps[0] + ps[1];
         }
         for (int o = 16; o > 0; o /= 2)
 #pragma unroll
@@ -367,12 +365,11 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
     for (int i = threadIdx.x; i < 32 * 32; i += blockDim.x) sTr[(i >> 5) * kLdTr + (i & 31)] = sT[(i >> 5) + 33 * (i & 31)];
     __syncthreads();
     if constexpr (kTensor) {
-        // Y = V T on the tensor cores: warp w takes RF row tiles of 8 (rows 8 RF w ..), every
+        // Y = V T on the tensor cores: warp w takes RF row tiles of 8 (rows 8 RF w .. < 32 R), every
         // tile column j of T's NCOL / 8, and only the k-steps (4 rows of T) where T(:, 8j..8j+7)
         // is not zero (upper triangular: rows up to 8j + 7). V's columns past the panel were not
         // staged: read as zeros.
-        constexpr int RF = 4 * R / W, CF = NCOL / 8;
-        static_assert(RF * W == 4 * R && RF >= 1, "the row tiles are shared evenly");
+        constexpr int RF = (4 * R + W - 1) / W, CF = NCOL / 8;  // the last warps may have fewer
         const int g = lane >> 2, q = lane & 3;
         const int r0 = 8 * RF * warp;
         double acc[RF][CF][2];
@@ -385,7 +382,7 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
             const int l = 4 * kk + q;  // this lane's column of V, row of T
             double va[RF];
 #pragma unroll
-            for (int i = 0; i < RF; ++i) va[i] = l < iw ? sV[r0 + 8 * i + g + kLdV * l] : 0.0;
+            for (int i = 0; i < RF; ++i) va[i] = l < iw && r0 + 8 * i < 32 * R ? sV[r0 + 8 * i + g + kLdV * l] : 0.0;
 #pragma unroll
             for (int j = 0; j < CF; ++j) {
                 if (kk > 2 * j + 1) continue;  // T(4kk.., 8j..) = 0
@@ -733,7 +730,8 @@ constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel ker
 /// 12) rows per lane: fewer warps for short panels, so that more blocks share a multiprocessor.
 /// R = 6 and 12 (panels of 129-192 and 257-384 rows) cut the rows of zeros a panel carries:
 /// 2000 x 512 in 34.3 ms against 35.0, 1000 x 256 3.81 against 3.89 (H100, FP64, 2026-11-23,
-/// bench/results/2026-11-23-h100-qr-r12*). On the H100
+/// bench/results/2026-11-23-h100-qr-r12*); R = 10 and 14 (257-320, 385-448 rows) with four
+/// partial sums in the products: 30.27 against 30.32 ms (2026-11-23-h100-qr-r14*). On the H100
 /// (FP64, commit 1538d0c) {8, 4, 4, 2} gave 3.10 / 5.07 / 4.06 / 36.3 ms at n = 64, 128, 256,
 /// 512 (10000, 5000, 1000, 2000 matrices), against 3.90 / 5.41 / 4.58 / 37.5 with 16 warps
 /// everywhere, {4, 4, 4, 2} 3.16 / 5.10 / 4.04 / 36.3, {8, 8, 4, 2} 3.09 / 5.83 / 4.19 / 36.6
@@ -770,8 +768,12 @@ void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, in
         STARFACT_REG_PANEL(6, 2);
     else if (mp <= 256)
         STARFACT_REG_PANEL(8, 2);
+    else if (mp <= 320)
+        STARFACT_REG_PANEL(10, 3);
     else if (mp <= 384)
         STARFACT_REG_PANEL(12, 3);
+    else if (mp <= 448)
+        STARFACT_REG_PANEL(14, 3);
     else
         STARFACT_REG_PANEL(16, 3);
 #undef STARFACT_REG_PANEL
