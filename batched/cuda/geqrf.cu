@@ -238,7 +238,7 @@ __device__ __forceinline__ void dmma_8x8x4(double (&d)[2], double a, double b) {
 template <class T, int R, int K, int NCOL>
 __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  // 128 or 64 registers
     reg_panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv, long long vstride,
-                     int above, T* Tm, long long tstride, T* Y) {
+                     int above, T* Tm, long long tstride, T* Y, const T* mergeV, const T* mergeY) {
     static_assert(R % 2 == 0, "the products run in pairs of rows");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ T vbuf[2][32 * R];
@@ -356,7 +356,10 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
     if (Y == nullptr) return;
     const T* sV = reinterpret_cast<const T*>(smem_raw);
     T* Yb = Y + b * vstride;
-    for (int i = threadIdx.x; i < above * iw; i += blockDim.x) Yb[i % above + static_cast<long long>(i / above) * ldv] = 0;
+    const bool merging = mergeV != nullptr;  // (double, NCOL 32 only: see below)
+    if (!merging)
+        for (int i = threadIdx.x; i < above * iw; i += blockDim.x)
+            Yb[i % above + static_cast<long long>(i / above) * ldv] = 0;
     // T row-major with leading dimension 36 (for the fragments' banks, as kLdV) or 32.
     constexpr bool kTensor = std::is_same<T, double>::value;
     constexpr int kLdTr = kTensor ? 36 : 32;
@@ -372,6 +375,68 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
         constexpr int RF = (4 * R + W - 1) / W, CF = NCOL / 8;  // the last warps may have fewer
         const int g = lane >> 2, q = lane & 3;
         const int r0 = 8 * RF * warp;
+        // With mergeV and mergeY (the left half's V_L and Y_L, 32 columns, rows from the outer
+        // block's top, where this panel's row p is row above + p), Y becomes the merged block
+        // reflector's right half, Y_R - Y_L (V_L^T Y_R) = V_R T_R - Y_L (X T_R) with X = V_L^T V_R,
+        // in place of two batched gemms after the kernel: X by tiles of 8 x 8, a warp each, over
+        // all of the panel's rows; Z = X T_R, negated, in shared memory after V (kLdTr = 36 both).
+        double* sX = reinterpret_cast<double*>(smem_raw) + kLdV * NCOL;
+        double* sZ = sX + 32 * 36;
+        if constexpr (NCOL == 32) {
+            if (merging) {
+                const double* VL = mergeV + b * vstride + above;  // VL[p + l ldv] = V_L(panel row p, l)
+                for (int t = warp; t < 16; t += W) {
+                    const int ti = t >> 2, tj = t & 3;
+                    const bool col_ok = 8 * tj + g < iw;  // V_R's columns past the panel: not staged
+                    const double* vl = VL + static_cast<long long>(8 * ti + g) * ldv;
+                    const double* vr = sV + kLdV * (8 * tj + g);
+                    double x0[2] = {0, 0}, x1[2] = {0, 0};  // two chains
+                    int p0 = 0;
+                    for (; p0 + 8 <= mp; p0 += 8) {
+                        const double a0 = vl[p0 + q], a1 = vl[p0 + 4 + q];
+                        const double b0 = col_ok ? vr[p0 + q] : 0.0, b1 = col_ok ? vr[p0 + 4 + q] : 0.0;
+                        dmma_8x8x4(x0, a0, b0);
+                        dmma_8x8x4(x1, a1, b1);
+                    }
+                    for (; p0 < mp; p0 += 4) {
+                        const int p = p0 + q;
+                        const double a0 = p < mp ? vl[p] : 0.0;
+                        const double b0 = p < mp && col_ok ? vr[p] : 0.0;
+                        dmma_8x8x4(x0, a0, b0);
+                    }
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) sX[(8 * ti + g) * 36 + 8 * tj + 2 * q + e] = x0[e] + x1[e];
+                }
+                __syncthreads();
+                for (int t = warp; t < 16; t += W) {
+                    const int ti = t >> 2, tj = t & 3;
+                    double z[2] = {0, 0};
+#pragma unroll
+                    for (int kk = 0; kk < 8; ++kk) {
+                        if (kk > 2 * tj + 1) break;  // T(4kk.., 8tj..) = 0
+                        dmma_8x8x4(z, sX[(8 * ti + g) * 36 + 4 * kk + q], sTr[(4 * kk + q) * kLdTr + 8 * tj + g]);
+                    }
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) sZ[(8 * ti + g) * 36 + 8 * tj + 2 * q + e] = -z[e];
+                }
+                __syncthreads();
+                // Rows above the panel (above is a multiple of 8): Y_R there is -Y_L Z alone.
+                const double* YL = mergeY + b * vstride;
+                for (int t = warp; t < (above / 8) * CF; t += W) {
+                    const int ti = t / CF, tj = t % CF;
+                    double y2[2] = {0, 0};
+#pragma unroll
+                    for (int kk = 0; kk < 8; ++kk)
+                        dmma_8x8x4(y2, YL[8 * ti + g + static_cast<long long>(4 * kk + q) * ldv],
+                                   sZ[(4 * kk + q) * 36 + 8 * tj + g]);
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int cc = 8 * tj + 2 * q + e;
+                        if (cc < iw) Yb[8 * ti + g + static_cast<long long>(cc) * ldv] = y2[e];
+                    }
+                }
+            }
+        }
         double acc[RF][CF][2];
 #pragma unroll
         for (int i = 0; i < RF; ++i)
@@ -389,6 +454,27 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
                 const double tb = sTr[l * kLdTr + 8 * j + g];
 #pragma unroll
                 for (int i = 0; i < RF; ++i) dmma_8x8x4(acc[i][j], va[i], tb);
+            }
+        }
+        if constexpr (NCOL == 32) {
+            if (merging) {
+                const double* YL = mergeY + b * vstride + above;  // YL[p + l ldv] = Y_L(panel row p, l)
+#pragma unroll
+                for (int kk = 0; kk < 8; ++kk) {
+                    const int l = 4 * kk + q;
+                    double ya[RF];
+#pragma unroll
+                    for (int i = 0; i < RF; ++i) {
+                        const int row = r0 + 8 * i + g;
+                        ya[i] = r0 + 8 * i < 32 * R && row < mp ? YL[row + static_cast<long long>(l) * ldv] : 0.0;
+                    }
+#pragma unroll
+                    for (int j = 0; j < CF; ++j) {
+                        const double bz = sZ[l * 36 + 8 * j + g];
+#pragma unroll
+                        for (int i = 0; i < RF; ++i) dmma_8x8x4(acc[i][j], ya[i], bz);
+                    }
+                }
             }
         }
 #pragma unroll
@@ -741,12 +827,15 @@ static_assert(kQr.ib <= 32, "every panel column has an owner");
 
 template <class T, int R, int K, int NCOL>
 void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
-                      int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
-    const std::size_t smem = Y != nullptr ? sizeof(T) * reg_panel_ldv(R) * NCOL : 0;
+                      int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count,
+                      const T* mergeV, const T* mergeY) {
+    // V staged for Y, and X and Z of the merge after it.
+    const std::size_t smem =
+        Y != nullptr ? sizeof(T) * (reg_panel_ldv(R) * NCOL + (mergeV != nullptr ? 2 * 32 * 36 : 0)) : 0;
     // With the static arrays (sTr among them) the total passes 48 KiB already at R = 4 in double.
     if (smem > 0) detail::opt_in_shared(reg_panel_kernel<T, R, K, NCOL>, "geqrf register panel shared memory");
     reg_panel_kernel<T, R, K, NCOL><<<count, 32 * (NCOL / K), smem, launch.stream>>>(
-        A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y);
+        A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y, mergeV, mergeY);
     detail::check_launch("geqrf register panel");
 }
 
@@ -754,12 +843,13 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
 /// smallest R (rows per lane) that holds the panel, with the warps of kRegPanelCols.
 template <class T, int NCOL>
 void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau,
-                           T* V, int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
+                           T* V, int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count,
+                           const T* mergeV, const T* mergeY) {
     constexpr int D = 32 / NCOL;  // NCOL 16: the same warps, each with half the columns
     const int mp = m - row0;
 #define STARFACT_REG_PANEL(R_, I_)                                                                                  \
     launch_reg_panel<T, R_, kRegPanelCols[I_] / D, NCOL>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, \
-                                                         above, Tm, tstride, Y, count)
+                                                         above, Tm, tstride, Y, count, mergeV, mergeY)
     if (mp <= 64)
         STARFACT_REG_PANEL(2, 0);
     else if (mp <= 128)
@@ -782,18 +872,28 @@ void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, in
 /// Factors one panel of every matrix; with V, also writes V, and T and Y = V T too when it
 /// returns true (the register kernel forms them itself; the other one leaves T to G = V^T V and
 /// larft_kernel, Y to a gemm).
+/// With mergeV and mergeY (the left half's V_L and Y_L of a block of two 32-column panels, this
+/// panel being the right half) and merged, the register kernel may also merge Y (see
+/// reg_panel_kernel): then *merged is set and the caller skips Y_R -= Y_L (V_L^T Y_R).
 template <class T>
 bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv,
-                  long long vstride, int above, T* Tm, long long tstride, T* Y, int count) {
+                  long long vstride, int above, T* Tm, long long tstride, T* Y, int count, const T* mergeV = nullptr,
+                  const T* mergeY = nullptr, bool* merged = nullptr) {
     const int mp = m - row0;
+    if (merged != nullptr) *merged = false;
     if (mp <= 32 * kRegPanelSlots) {
         if (V == nullptr || Tm == nullptr) Y = nullptr;
-        if (iw <= 16)
+        if (iw <= 16) {
             launch_reg_panel_rows<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride,
-                                         Y, count);
-        else
+                                         Y, count, nullptr, nullptr);
+        } else {
+            // The merge runs on the tensor cores (double), for a left half of 32 columns.
+            const bool merge = std::is_same<T, double>::value && Y != nullptr && mergeV != nullptr &&
+                               mergeY != nullptr && merged != nullptr && above % 8 == 0;
             launch_reg_panel_rows<T, 32>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride,
-                                         Y, count);
+                                         Y, count, merge ? mergeV : nullptr, merge ? mergeY : nullptr);
+            if (merge) *merged = true;
+        }
         return Y != nullptr;
     }
     const std::size_t bytes = static_cast<std::size_t>(mp | 1) * iw * sizeof(T);
@@ -891,15 +991,21 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
         // half, then the right half's Y merged so that Y(:, j:j+len) is the block reflector of
         // all len columns (Y_R <- Y_R - Y_L (V_L^T Y_R), which is V [T_L T_LR; 0 T_R] without
         // forming T_LR). The outer block's Y is needed only when a trailing matrix follows.
-        auto factor = [&](auto&& self, int j, int len, bool need_y) -> void {
-            if (j >= w) return;
+        // A panel given merge_from (>= 0) is the right half of a block whose left half (columns
+        // merge_from.., 32 of them) is done, and may merge its Y itself: it then returns true.
+        auto factor = [&](auto&& self, int j, int len, bool need_y, int merge_from) -> bool {
+            if (j >= w) return false;
             if (len == ib) {
                 const int iw = std::min(ib, w - j);
                 const bool right = k + j + iw < n;
                 T* Vj = V + static_cast<long long>(j) * m;  // column j of V, row 0
                 T* Yj = Y + static_cast<long long>(j) * m;
-                const bool have_y = launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? Vj : nullptr, m, vs,
-                                                    j, ws.Tm, ts, right ? Yj : nullptr, count);
+                bool merged = false;
+                const T* mV = merge_from >= 0 ? V + static_cast<long long>(merge_from) * m : nullptr;
+                const T* mY = merge_from >= 0 ? Y + static_cast<long long>(merge_from) * m : nullptr;
+                const bool have_y =
+                    launch_panel<T>(launch, A, lda, m, k + j, iw, tau, n, right ? Vj : nullptr, m, vs, j, ws.Tm, ts,
+                                    right ? Yj : nullptr, count, mV, mY, right && merge_from >= 0 ? &merged : nullptr);
                 if (right && !have_y) {
                     // T of the panel from G = V_j^T V_j.
                     detail::check(gemm_strided(h, Tr, N, iw, iw, mp - j, T(1), Vj + j, m, vs, Vj + j, m, vs, T(0),
@@ -913,11 +1019,11 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
                         gemm_strided(h, N, N, mp, iw, iw, T(1), Vj, m, vs, ws.Tm, kLdT, ts, T(0), Yj, m, vs, count),
                         "geqrf gemm Y = V T");
                 }
-                return;
+                return merged;
             }
             const int half = len / 2, r0 = j + half;
-            self(self, j, half, true);
-            if (r0 >= w) return;
+            self(self, j, half, true, -1);
+            if (r0 >= w) return false;
             const int lw = half;  // the left half is whole: r0 < w
             const int nc = std::min(w, j + len) - r0;
             // Columns r0..r0+nc-1 of the outer block: C -= V_L (Y_L^T C).
@@ -926,8 +1032,8 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
                           "geqrf gemm W = Y^T C");
             detail::check(gemm_batched(h, N, N, mp - j, nc, lw, T(-1), Vjp(j), m, Wp, lw, T(1), Cp, lda, count),
                           "geqrf gemm C -= V W");
-            self(self, r0, half, need_y);
-            if (!need_y) return;
+            const bool merged = self(self, r0, half, need_y, need_y && half == 32 ? j : -1);
+            if (!need_y || merged) return false;
             // Y_R -= Y_L (V_L^T Y_R): rows from r0 for the product (Y_R is zero above r0),
             // from j for the update (Y_L is zero above j).
             T* YR = Y + static_cast<long long>(r0) * m;
@@ -937,10 +1043,11 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
             detail::check(gemm_strided(h, N, N, mp - j, nc, lw, T(-1), Y + j + static_cast<long long>(j) * m, m,
                                        vs, W, nb, wst, T(1), YR + j, m, vs, count),
                           "geqrf gemm Y -= Y Z");
+            return false;
         };
         int top = ib;
         while (top < nb) top *= 2;
-        factor(factor, 0, top, trailing);
+        factor(factor, 0, top, trailing, -1);
         if (trailing) {
             const int nc = n - k - w;
             detail::offset_pointers(Cp, A, k + static_cast<long long>(k + w) * lda, count, s);
