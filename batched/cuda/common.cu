@@ -26,8 +26,8 @@ WorkspaceCarver::WorkspaceCarver(const Launch& launch)
 void* WorkspaceCarver::take_bytes(std::size_t bytes) {
     const std::size_t rounded = round(bytes);
     if (used_ + rounded > size_) {
-        throw RuntimeError("batched kernels: workspace of " + std::to_string(size_) + " bytes is too small (need at least " +
-                           std::to_string(used_ + rounded) + ")");
+        throw RuntimeError("batched kernels: workspace of " + std::to_string(size_) +
+                           " bytes is too small (need at least " + std::to_string(used_ + rounded) + ")");
     }
     void* p = base_ + used_;
     used_ += rounded;
@@ -39,6 +39,15 @@ template <class T>
 __global__ void offset_kernel(T** out, T* const* in, long long offset, int count) {
     const int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b < count) out[b] = in[b] + offset;
+}
+constexpr int kOffsetJobs = 64;
+struct OffsetJobs {
+    long long offset[kOffsetJobs];
+};
+template <class T>
+__global__ void offsets_kernel(T** out, T* const* in, OffsetJobs jobs, int count) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < count) out[static_cast<long long>(blockIdx.y) * count + b] = in[b] + jobs.offset[blockIdx.y];
 }
 template <class T>
 __global__ void strided_kernel(T** out, T* base, long long stride, int count) {
@@ -54,6 +63,21 @@ void offset_pointers(T** out, T* const* in, long long offset, int count, cudaStr
     check_launch("offset_pointers");
 }
 
+template <class T>
+void offset_pointers_many(T** out, T* const* in, const long long* offsets, int jobs, int count, cudaStream_t stream) {
+    if (count <= 0) return;
+    for (int q0 = 0; q0 < jobs; q0 += kOffsetJobs) {
+        const int nj = jobs - q0 < kOffsetJobs ? jobs - q0 : kOffsetJobs;
+        OffsetJobs batch{};
+        for (int q = 0; q < nj; ++q) batch.offset[q] = offsets[q0 + q];
+        offsets_kernel<<<dim3(ceil_div(count, 256), nj), 256, 0, stream>>>(out + static_cast<long long>(q0) * count, in,
+                                                                           batch, count);
+        check_launch("offset_pointers_many");
+    }
+}
+
+template void offset_pointers_many<float>(float**, float* const*, const long long*, int, int, cudaStream_t);
+template void offset_pointers_many<double>(double**, double* const*, const long long*, int, int, cudaStream_t);
 template void offset_pointers<float>(float**, float* const*, long long, int, cudaStream_t);
 template void offset_pointers<double>(double**, double* const*, long long, int, cudaStream_t);
 template void offset_pointers<const float>(const float**, const float* const*, long long, int, cudaStream_t);

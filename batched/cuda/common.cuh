@@ -41,6 +41,11 @@ private:
 template <class T>
 void offset_pointers(T** out, T* const* in, long long offset, int count, cudaStream_t stream);
 
+/// offset_pointers for `jobs` offsets at once (host array): out + q * count gets in[b] +
+/// offsets[q], in one launch per 64 jobs.
+template <class T>
+void offset_pointers_many(T** out, T* const* in, const long long* offsets, int jobs, int count, cudaStream_t stream);
+
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 /// The blocks of `threads` threads of `kernel` that the current device holds at once (at least

@@ -31,6 +31,8 @@
 #include <climits>
 #include <cstdlib>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/householder.cuh"
@@ -238,18 +240,25 @@ __device__ __forceinline__ void dmma_8x8x4(double (&d)[2], double a, double b) {
 template <class T, int R, int K, int NCOL>
 __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  // 128 or 64 registers
     reg_panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv, long long vstride,
-                     int above, T* Tm, long long tstride, T* Y, const T* mergeV, const T* mergeY) {
+                     int above, T* Tm, long long tstride, T* Y, const T* mergeV, const T* mergeY, int stagger_ns,
+                     int stagger_blocks) {
     static_assert(R % 2 == 0, "the products run in pairs of rows");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ T vbuf[2][32 * R];
     __shared__ T s_tau[32];
     __shared__ T sT[32 * 33];  // G = V^T V (strict upper), then T in place
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    constexpr int W = NCOL / K;  // warps, as launched: c % W and c / W are then a mask and a shift
+    constexpr int W = NCOL / K;             // warps, as launched: c % W and c / W are then a mask and a shift
     constexpr int kLdV = reg_panel_ldv(R);  // V staged for Y = V T
     static_assert(NCOL == 16 || NCOL == 32, "panels of at most 16 or 32 columns");
     // With 64 registers (NCOL 16) the reflector is read from shared memory where it is used.
     constexpr bool kKeepV = NCOL == 32;
+    // Every other block of the first wave starts stagger_ns late. With one block per SM, all of
+    // the same length, the waves would otherwise start together and so load their panels and
+    // store A, V and Y together, the memory idle in between; staggered, one half's loads and
+    // stores overlap the other half's columns.
+    if (static_cast<int>(blockIdx.x) < stagger_blocks && (blockIdx.x & 1))
+        for (int t = 0; t < stagger_ns; t += 1000) __nanosleep(1000);
     for (int i = threadIdx.x; i < 32 * 33; i += blockDim.x) sT[i] = 0;
     const int b = blockIdx.x, mp = m - row0;
     T* Ag = A[b] + row0 + static_cast<long long>(row0) * lda;
@@ -365,7 +374,8 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
     constexpr int kLdTr = kTensor ? 36 : 32;
     __shared__ __align__(16) T sTr[32 * kLdTr];
     __syncthreads();  // V staged, T complete in sT
-    for (int i = threadIdx.x; i < 32 * 32; i += blockDim.x) sTr[(i >> 5) * kLdTr + (i & 31)] = sT[(i >> 5) + 33 * (i & 31)];
+    for (int i = threadIdx.x; i < 32 * 32; i += blockDim.x)
+        sTr[(i >> 5) * kLdTr + (i & 31)] = sT[(i >> 5) + 33 * (i & 31)];
     __syncthreads();
     if constexpr (kTensor) {
         // Y = V T on the tensor cores: warp w takes RF row tiles of 8 (rows 8 RF w .. < 32 R), every
@@ -782,6 +792,7 @@ struct QrPlan {
     int ib = kQr.ib;  ///< panel width
     int chunk = 0;
     int arrays = 0;                                     ///< pointer arrays of `chunk` entries
+    int c_arrays = 0;                                   ///< of which for the sub-blocks of A the gemms update, at most
     std::size_t v_elems = 0, w_elems = 0, t_elems = 0;  ///< per matrix: V (= Y), W, G (= T)
 
     template <class T>
@@ -796,7 +807,10 @@ struct QrPlan {
         p.v_elems = static_cast<std::size_t>(m) * p.nb;
         p.w_elems = static_cast<std::size_t>(p.nb) * n;
         p.t_elems = static_cast<std::size_t>(kLdT) * kLdT;
-        p.arrays = 4 + 2 * detail::ceil_div(p.nb, p.ib);
+        int top = p.ib;  // the outer block's recursion: top / ib panels, fewer updates
+        while (top < p.nb) top *= 2;
+        p.c_arrays = detail::ceil_div(n, p.nb) * (top / p.ib);
+        p.arrays = 4 + 2 * detail::ceil_div(p.nb, p.ib) + p.c_arrays;
         const std::size_t per = (2 * p.v_elems + p.w_elems + 2 * p.t_elems) * sizeof(T) + p.arrays * sizeof(T*);
         p.chunk = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(count, kQr.chunk_bytes / per)));
         return p;
@@ -827,27 +841,42 @@ static_assert(kQr.ib <= 32, "every panel column has an owner");
 
 template <class T, int R, int K, int NCOL>
 void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
-                      int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count,
-                      const T* mergeV, const T* mergeY) {
+                      int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count, const T* mergeV,
+                      const T* mergeY) {
+    // The first wave's stagger, for the instances that run one block per SM (512 threads, 128
+    // registers): 1.5 us per row per lane (24 us for 512 rows, about a third of a block's time),
+    // or $STARFACT_BATCHED_QR_STAGGER_NS for tuning. 2000 x 512: 29.61-29.64 ms with 24 us for
+    // every such instance, 29.71-29.75 with 16 us, 30.07-30.08 without (H100, FP64, 2026-11-23,
+    // bench/results/2026-11-23-h100-qr-stagger2*).
+    static const std::pair<int, int> stagger = [] {
+        const char* e = std::getenv("STARFACT_BATCHED_QR_STAGGER_NS");
+        int sms = 0, dev = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        const bool one_per_sm = NCOL == 32 && K == 2;
+        const int ns = e != nullptr ? std::atoi(e) : 1500 * R;
+        return std::make_pair(one_per_sm ? std::max(0, ns) : 0, sms);
+    }();
     // V staged for Y, and X and Z of the merge after it.
     const std::size_t smem =
         Y != nullptr ? sizeof(T) * (reg_panel_ldv(R) * NCOL + (mergeV != nullptr ? 2 * 32 * 36 : 0)) : 0;
     // With the static arrays (sTr among them) the total passes 48 KiB already at R = 4 in double.
     if (smem > 0) detail::opt_in_shared(reg_panel_kernel<T, R, K, NCOL>, "geqrf register panel shared memory");
-    reg_panel_kernel<T, R, K, NCOL><<<count, 32 * (NCOL / K), smem, launch.stream>>>(
-        A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y, mergeV, mergeY);
+    reg_panel_kernel<T, R, K, NCOL>
+        <<<count, 32 * (NCOL / K), smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
+                                                          tstride, Y, mergeV, mergeY, stagger.first, stagger.second);
     detail::check_launch("geqrf register panel");
 }
 
 /// The register panel for mp <= 32 kRegPanelSlots rows and NCOL (16 or 32) >= iw columns: the
 /// smallest R (rows per lane) that holds the panel, with the warps of kRegPanelCols.
 template <class T, int NCOL>
-void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau,
-                           T* V, int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count,
+void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
+                           int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count,
                            const T* mergeV, const T* mergeY) {
     constexpr int D = 32 / NCOL;  // NCOL 16: the same warps, each with half the columns
     const int mp = m - row0;
-#define STARFACT_REG_PANEL(R_, I_)                                                                                  \
+#define STARFACT_REG_PANEL(R_, I_)                                                                                \
     launch_reg_panel<T, R_, kRegPanelCols[I_] / D, NCOL>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, \
                                                          above, Tm, tstride, Y, count, mergeV, mergeY)
     if (mp <= 64)
@@ -884,14 +913,14 @@ bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, i
     if (mp <= 32 * kRegPanelSlots) {
         if (V == nullptr || Tm == nullptr) Y = nullptr;
         if (iw <= 16) {
-            launch_reg_panel_rows<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride,
-                                         Y, count, nullptr, nullptr);
+            launch_reg_panel_rows<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
+                                         count, nullptr, nullptr);
         } else {
             // The merge runs on the tensor cores (double), for a left half of 32 columns.
             const bool merge = std::is_same<T, double>::value && Y != nullptr && mergeV != nullptr &&
                                mergeY != nullptr && merged != nullptr && above % 8 == 0;
-            launch_reg_panel_rows<T, 32>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride,
-                                         Y, count, merge ? mergeV : nullptr, merge ? mergeY : nullptr);
+            launch_reg_panel_rows<T, 32>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
+                                         count, merge ? mergeV : nullptr, merge ? mergeY : nullptr);
             if (merge) *merged = true;
         }
         return Y != nullptr;
@@ -973,7 +1002,6 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
     T** Wp = ws.array(0);
     T** V0p = ws.array(1);
     T** Y0p = ws.array(2);
-    T** Cp = ws.array(3);
     auto Vjp = [&](int j) { return ws.array(4 + 2 * (j / ib)); };
     auto Yjp = [&](int j) { return ws.array(5 + 2 * (j / ib)); };
     strided_pointers(Wp, W, wst, count, s);
@@ -983,6 +1011,35 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
         strided_pointers(Vjp(j), V + j + static_cast<long long>(j) * m, vs, count, s);
         strided_pointers(Yjp(j), Y + j + static_cast<long long>(j) * m, vs, count, s);
     }
+    int top = ib;
+    while (top < nb) top *= 2;
+    // The sub-blocks of A that the gemms update, in the order of the walk below (each outer
+    // step's recursion in order, then its trailing matrix), all formed by one launch per 64
+    // rather than one each on the way (2000 x 512: 15 launches fewer).
+    std::vector<long long> c_offsets;
+    for (int k = 0; k < n; k += nb) {
+        const int w = std::min(nb, n - k);
+        auto walk = [&](auto&& self, int j, int len) -> void {
+            if (j >= w || len == ib) return;
+            const int r0 = j + len / 2;
+            self(self, j, len / 2);
+            if (r0 >= w) return;
+            c_offsets.push_back((k + j) + static_cast<long long>(k + r0) * lda);
+            self(self, r0, len / 2);
+        };
+        walk(walk, 0, top);
+        if (k + w < n) c_offsets.push_back(k + static_cast<long long>(k + w) * lda);
+    }
+    if (static_cast<int>(c_offsets.size()) > plan.c_arrays)
+        throw RuntimeError("batched geqrf: sub-block pointer arrays miscounted (internal)");
+    T** c_base = ws.array(4 + 2 * detail::ceil_div(nb, ib));
+    detail::offset_pointers_many(c_base, A, c_offsets.data(), static_cast<int>(c_offsets.size()), count, s);
+    std::size_t c_next = 0;
+    auto next_c = [&](long long offset) {
+        if (c_next >= c_offsets.size() || c_offsets[c_next] != offset)
+            throw RuntimeError("batched geqrf: sub-block pointer arrays out of order (internal)");
+        return c_base + static_cast<long long>(c_next++) * count;
+    };
     for (int k = 0; k < n; k += nb) {
         const int w = std::min(nb, n - k), mp = m - k;
         const bool trailing = k + w < n;
@@ -1008,8 +1065,8 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
                                     right ? Yj : nullptr, count, mV, mY, right && merge_from >= 0 ? &merged : nullptr);
                 if (right && !have_y) {
                     // T of the panel from G = V_j^T V_j.
-                    detail::check(gemm_strided(h, Tr, N, iw, iw, mp - j, T(1), Vj + j, m, vs, Vj + j, m, vs, T(0),
-                                               ws.G, kLdT, ts, count),
+                    detail::check(gemm_strided(h, Tr, N, iw, iw, mp - j, T(1), Vj + j, m, vs, Vj + j, m, vs, T(0), ws.G,
+                                               kLdT, ts, count),
                                   "geqrf gemm G = V^T V");
                     larft_kernel<T>
                         <<<detail::ceil_div(count, 4), 128, 0, s>>>(ws.G, ws.Tm, ts, tau, n, k + j, iw, count);
@@ -1027,7 +1084,7 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
             const int lw = half;  // the left half is whole: r0 < w
             const int nc = std::min(w, j + len) - r0;
             // Columns r0..r0+nc-1 of the outer block: C -= V_L (Y_L^T C).
-            detail::offset_pointers(Cp, A, (k + j) + static_cast<long long>(k + r0) * lda, count, s);
+            T** Cp = next_c((k + j) + static_cast<long long>(k + r0) * lda);
             detail::check(gemm_batched(h, Tr, N, lw, nc, mp - j, T(1), Yjp(j), m, Cp, lda, T(0), Wp, lw, count),
                           "geqrf gemm W = Y^T C");
             detail::check(gemm_batched(h, N, N, mp - j, nc, lw, T(-1), Vjp(j), m, Wp, lw, T(1), Cp, lda, count),
@@ -1037,20 +1094,18 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
             // Y_R -= Y_L (V_L^T Y_R): rows from r0 for the product (Y_R is zero above r0),
             // from j for the update (Y_L is zero above j).
             T* YR = Y + static_cast<long long>(r0) * m;
-            detail::check(gemm_strided(h, Tr, N, lw, nc, mp - r0, T(1), V + r0 + static_cast<long long>(j) * m, m,
-                                       vs, YR + r0, m, vs, T(0), W, nb, wst, count),
+            detail::check(gemm_strided(h, Tr, N, lw, nc, mp - r0, T(1), V + r0 + static_cast<long long>(j) * m, m, vs,
+                                       YR + r0, m, vs, T(0), W, nb, wst, count),
                           "geqrf gemm Z = V^T Y");
-            detail::check(gemm_strided(h, N, N, mp - j, nc, lw, T(-1), Y + j + static_cast<long long>(j) * m, m,
-                                       vs, W, nb, wst, T(1), YR + j, m, vs, count),
+            detail::check(gemm_strided(h, N, N, mp - j, nc, lw, T(-1), Y + j + static_cast<long long>(j) * m, m, vs, W,
+                                       nb, wst, T(1), YR + j, m, vs, count),
                           "geqrf gemm Y -= Y Z");
             return false;
         };
-        int top = ib;
-        while (top < nb) top *= 2;
         factor(factor, 0, top, trailing, -1);
         if (trailing) {
             const int nc = n - k - w;
-            detail::offset_pointers(Cp, A, k + static_cast<long long>(k + w) * lda, count, s);
+            T** Cp = next_c(k + static_cast<long long>(k + w) * lda);
             // W^T = C^T Y, then C -= V (W^T)^T: cuBLAS picks faster kernels for these shapes than
             // for W = Y^T C, C -= V W (2000 x 512 30.33 against 30.92 ms, 256 x 1000 3.41
             // against 3.44; H100, FP64, 2026-11-23, bench/results/2026-11-23-h100-qr-wt*). The
