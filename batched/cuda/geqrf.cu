@@ -235,8 +235,11 @@ __device__ __forceinline__ void dmma_8x8x4(double (&d)[2], double a, double b) {
 /// columns side by side. Tau and V (when not null) as panel_kernel; with Tm, T (LAPACK's
 /// larft) there, its column c formed at step c + 1 by the owner of column c (off the path of
 /// the next reflector) from the G(0:c, c) that step c's products left; with Y too (V and Tm
-/// not null; dynamic shared memory for 32 R x 32 entries), Y = V T in V's layout (rows
-/// 0..above-1 zero), V staged through shared memory and read a row per thread. 32 / K warps.
+/// not null; dynamic shared memory for reg_panel_ldv(R) x NCOL entries, and 2 x 32 x 36 more
+/// with mergeV), Y = V T in V's layout (rows 0..above-1 zero), on the tensor cores in double (V
+/// staged in shared memory), a row per thread in float; with mergeV and mergeY (double, NCOL
+/// 32), Y merged with the left half's, rows 0..above-1 included (see the epilogue). NCOL / K
+/// warps; the first stagger_blocks blocks, odd ones, start stagger_ns late.
 template <class T, int R, int K, int NCOL>
 __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  // 128 or 64 registers
     reg_panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv, long long vstride,
