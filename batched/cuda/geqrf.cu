@@ -36,6 +36,7 @@
 
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/householder.cuh"
+#include "batched/cuda/vbatched_kernels.hpp"
 
 namespace starfact::batched::cuda {
 namespace {
@@ -211,6 +212,19 @@ __device__ T warp_larfg_regs(T (&x)[R], int c, int lane) {
     return tau;
 }
 
+/// A variable-size batch's step for the register panel kernel (vgeqrf): matrix b is at column
+/// block c0 = 32 j of its own (the schedule's step less its first step), the panel of its
+/// min(32, k - c0) columns and m[b] - c0 rows; m null: the fixed-size panel of the arguments.
+template <class T>
+struct VarPanel {
+    const int* m = nullptr;
+    const int* n = nullptr;
+    const int* lda = nullptr;
+    T* const* tau = nullptr;
+    Schedule s = Schedule::dsse;
+    int kmax = 0, step = 0;
+};
+
 /// Leading dimension of the register panel's V staged in shared memory (32 R rows): 4 more than
 /// a multiple of 16 entries, so that the 16 doubles a half warp reads for a tensor-core
 /// fragment (4 rows of each of 4 columns) fall in distinct banks.
@@ -244,7 +258,7 @@ template <class T, int R, int K, int NCOL>
 __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  // 128 or 64 registers
     reg_panel_kernel(T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V, int ldv, long long vstride,
                      int above, T* Tm, long long tstride, T* Y, const T* mergeV, const T* mergeY, int stagger_ns,
-                     int stagger_blocks) {
+                     int stagger_blocks, VarPanel<T> var) {
     static_assert(R % 2 == 0, "the products run in pairs of rows");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ T vbuf[2][32 * R];
@@ -260,10 +274,22 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
     // the same length, the waves would otherwise start together and so load their panels and
     // store A, V and Y together, the memory idle in between; staggered, one half's loads and
     // stores overlap the other half's columns.
-    if (static_cast<int>(blockIdx.x) < stagger_blocks && (blockIdx.x & 1))
+    if (var.m == nullptr && static_cast<int>(blockIdx.x) < stagger_blocks && (blockIdx.x & 1))
         for (int t = 0; t < stagger_ns; t += 1000) __nanosleep(1000);
     for (int i = threadIdx.x; i < 32 * 33; i += blockDim.x) sT[i] = 0;
-    const int b = blockIdx.x, mp = m - row0;
+    const int b = blockIdx.x;
+    T* tau_b = tau + static_cast<long long>(b) * ntau + row0;
+    if (var.m != nullptr) {  // this matrix's panel at the step, if any (uniform over the block)
+        const int mb = var.m[b], kb = min(mb, var.n[b]);
+        const int j = var.step - vfirst_step(var.s, var.kmax, kb);
+        if (j < 0 || j >= vsteps(kb)) return;
+        row0 = j * kVBlock;
+        iw = min(kVBlock, kb - row0);
+        m = mb;
+        lda = var.lda[b];
+        tau_b = var.tau[b] + row0;
+    }
+    const int mp = m - row0;
     T* Ag = A[b] + row0 + static_cast<long long>(row0) * lda;
     T a[K][R];
 #pragma unroll
@@ -289,13 +315,15 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
         T s[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-            constexpr int P = R % 4 == 0 ? 4 : 2;  // partial sums: a shorter dependency chain
+            // Two partial sums whatever R, so that vgeqrf's schedules, whose steps may take
+            // instances of different R for the same matrix, give the same bits.
+            constexpr int P = 2;
             T ps[P] = {};
             const int cc = warp + k * W;
             if (cc != c && cc < iw)
 #pragma unroll
                 for (int r = 0; r < R; ++r) ps[r % P] += vrow(r) * a[k][r];
-            s[k] = P == 4 ? (ps[0] + ps[1]) + (ps[2 % P] + ps[3 % P]) : ps[0] + ps[1];
+            s[k] = ps[0] + ps[1];
         }
         for (int o = 16; o > 0; o /= 2)
 #pragma unroll
@@ -337,8 +365,7 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
         if (Tm != nullptr && c > 0 && warp == (c - 1) % W) larft_column(sT, s_tau[c - 1], c - 1, lane);
     }
     __syncthreads();
-    if (static_cast<int>(threadIdx.x) < iw)
-        tau[static_cast<long long>(b) * ntau + row0 + threadIdx.x] = s_tau[threadIdx.x];
+    if (static_cast<int>(threadIdx.x) < iw) tau_b[threadIdx.x] = s_tau[threadIdx.x];
     if (Tm != nullptr && warp == (iw - 1) % W) {
         larft_column(sT, s_tau[iw - 1], iw - 1, lane);
         T* out = Tm + b * tstride;
@@ -833,8 +860,10 @@ constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel ker
 /// 12) rows per lane: fewer warps for short panels, so that more blocks share a multiprocessor.
 /// R = 6 and 12 (panels of 129-192 and 257-384 rows) cut the rows of zeros a panel carries:
 /// 2000 x 512 in 34.3 ms against 35.0, 1000 x 256 3.81 against 3.89 (H100, FP64, 2026-11-23,
-/// bench/results/2026-11-23-h100-qr-r12*); R = 10 and 14 (257-320, 385-448 rows) with four
-/// partial sums in the products: 30.27 against 30.32 ms (2026-11-23-h100-qr-r14*). On the H100
+/// bench/results/2026-11-23-h100-qr-r12*); R = 10 and 14 (257-320, 385-448 rows), with four
+/// partial sums in the products then: 30.27 against 30.32 ms (2026-11-23-h100-qr-r14*; back to
+/// two since, for vgeqrf's bitwise schedules, 29.59 against 29.65 ms with the rest of f139f56,
+/// -vgeqrf-reg*). On the H100
 /// (FP64, commit 1538d0c) {8, 4, 4, 2} gave 3.10 / 5.07 / 4.06 / 36.3 ms at n = 64, 128, 256,
 /// 512 (10000, 5000, 1000, 2000 matrices), against 3.90 / 5.41 / 4.58 / 37.5 with 16 warps
 /// everywhere, {4, 4, 4, 2} 3.16 / 5.10 / 4.04 / 36.3, {8, 8, 4, 2} 3.09 / 5.83 / 4.19 / 36.6
@@ -845,7 +874,7 @@ static_assert(kQr.ib <= 32, "every panel column has an owner");
 template <class T, int R, int K, int NCOL>
 void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
                       int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count, const T* mergeV,
-                      const T* mergeY) {
+                      const T* mergeY, const VarPanel<T>& var = {}) {
     // The first wave's stagger, for the instances that run one block per SM (512 threads, 128
     // registers): 1.5 us per row per lane (24 us for 512 rows, about a third of a block's time),
     // or $STARFACT_BATCHED_QR_STAGGER_NS for tuning. 2000 x 512: 29.61-29.64 ms with 24 us for
@@ -865,9 +894,9 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
         Y != nullptr ? sizeof(T) * (reg_panel_ldv(R) * NCOL + (mergeV != nullptr ? 2 * 32 * 36 : 0)) : 0;
     // With the static arrays (sTr among them) the total passes 48 KiB already at R = 4 in double.
     if (smem > 0) detail::opt_in_shared(reg_panel_kernel<T, R, K, NCOL>, "geqrf register panel shared memory");
-    reg_panel_kernel<T, R, K, NCOL>
-        <<<count, 32 * (NCOL / K), smem, launch.stream>>>(A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
-                                                          tstride, Y, mergeV, mergeY, stagger.first, stagger.second);
+    reg_panel_kernel<T, R, K, NCOL><<<count, 32 * (NCOL / K), smem, launch.stream>>>(
+        A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y, mergeV, mergeY, stagger.first,
+        stagger.second, var);
     detail::check_launch("geqrf register panel");
 }
 
@@ -876,12 +905,12 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
 template <class T, int NCOL>
 void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
                            int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count,
-                           const T* mergeV, const T* mergeY) {
+                           const T* mergeV, const T* mergeY, const VarPanel<T>& var = {}) {
     constexpr int D = 32 / NCOL;  // NCOL 16: the same warps, each with half the columns
     const int mp = m - row0;
 #define STARFACT_REG_PANEL(R_, I_)                                                                                \
     launch_reg_panel<T, R_, kRegPanelCols[I_] / D, NCOL>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, \
-                                                         above, Tm, tstride, Y, count, mergeV, mergeY)
+                                                         above, Tm, tstride, Y, count, mergeV, mergeY, var)
     if (mp <= 64)
         STARFACT_REG_PANEL(2, 0);
     else if (mp <= 128)
@@ -1167,6 +1196,24 @@ bool vgeqrf_small(const Launch& launch, int mmax, int nmax, const int* m, const 
 }
 
 template <class T>
+bool vgeqrf_reg_panel(const Launch& launch, int rows, const int* m, const int* n, const int* lda, T* const* A,
+                      T* const* tau, T* Tws, Schedule s, int kmax, int step, int count) {
+    if (rows > 32 * kRegPanelSlots || count <= 0) return false;
+    VarPanel<T> var;
+    var.m = m;
+    var.n = n;
+    var.lda = lda;
+    var.tau = tau;
+    var.s = s;
+    var.kmax = kmax;
+    var.step = step;
+    // The kernel reads each matrix's shape; rows (the step's bound) picks the instance.
+    launch_reg_panel_rows<T, 32>(launch, A, 0, rows, 0, kVBlock, nullptr, 0, nullptr, 0, 0, 0, Tws, kVBlock * kVBlock,
+                                 nullptr, count, nullptr, nullptr, var);
+    return true;
+}
+
+template <class T>
 std::size_t geqrs_workspace(int, int, int, int) {
     return 0;
 }
@@ -1193,6 +1240,10 @@ template void geqrf<float>(const Launch&, int, int, float* const*, int, float*, 
 template void geqrf<double>(const Launch&, int, int, double* const*, int, double*, int);
 template bool vgeqrf_small<float>(const Launch&, int, int, const int*, const int*, float* const*, const int*,
                                   float* const*, int);
+template bool vgeqrf_reg_panel<float>(const Launch&, int, const int*, const int*, const int*, float* const*,
+                                      float* const*, float*, Schedule, int, int, int);
+template bool vgeqrf_reg_panel<double>(const Launch&, int, const int*, const int*, const int*, double* const*,
+                                       double* const*, double*, Schedule, int, int, int);
 template bool vgeqrf_small<double>(const Launch&, int, int, const int*, const int*, double* const*, const int*,
                                    double* const*, int);
 template std::size_t geqrs_workspace<float>(int, int, int, int);

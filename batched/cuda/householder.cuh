@@ -7,6 +7,7 @@
 #include <cfloat>
 
 #include "batched/cuda/kernels.hpp"
+#include "batched/cuda/vbatched_kernels.hpp"
 
 namespace starfact::batched::cuda::householder {
 
@@ -186,5 +187,13 @@ namespace starfact::batched::cuda {
 template <class T>
 bool vgeqrf_small(const Launch& launch, int mmax, int nmax, const int* m, const int* n, T* const* A, const int* lda,
                   T* const* tau, int count);
+
+/// One step of vgeqrf's panels by geqrf.cu's register panel kernel, each matrix at its own
+/// column block under the schedule (as vgeqrf's own panel kernel): the panel factored in place,
+/// tau to tau[b], T (32 x 32, leading dimension 32) to Tws + 32 * 32 * b. rows bounds the step's
+/// panel rows; returns false and launches nothing when it is over 512.
+template <class T>
+bool vgeqrf_reg_panel(const Launch& launch, int rows, const int* m, const int* n, const int* lda, T* const* A,
+                      T* const* tau, T* Tws, Schedule s, int kmax, int step, int count);
 
 }  // namespace starfact::batched::cuda

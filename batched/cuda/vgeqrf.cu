@@ -273,11 +273,15 @@ void vgeqrf(const Launch& launch, Schedule schedule, const VQrBounds& bd, const 
         const int cols =
             schedule == Schedule::ssde ? bd.nmax - K * step : std::min(bd.nmax, bd.nexcess + K * (steps - step));
         if (rows <= 0) continue;
-        const int smem_rows = rows <= smem_limit_rows ? rows : 0;
-        const std::size_t dyn = sizeof(T) * static_cast<std::size_t>(smem_rows) * K;
-        vgeqrf_panel_kernel<T, kPanelWarps><<<static_cast<unsigned>(count), 32 * kPanelWarps, dyn, launch.stream>>>(
-            A, m, n, lda, tau, Tws, schedule, bd.kmax, step, smem_rows);
-        detail::check_launch("vgeqrf panel kernel");
+        // Panels of at most 512 rows: geqrf.cu's register panel kernel, each matrix at its own
+        // column block; taller ones: the panel kernel here.
+        if (!vgeqrf_reg_panel<T>(launch, rows, m, n, lda, A, tau, Tws, schedule, bd.kmax, step, count)) {
+            const int smem_rows = rows <= smem_limit_rows ? rows : 0;
+            const std::size_t dyn = sizeof(T) * static_cast<std::size_t>(smem_rows) * K;
+            vgeqrf_panel_kernel<T, kPanelWarps><<<static_cast<unsigned>(count), 32 * kPanelWarps, dyn, launch.stream>>>(
+                A, m, n, lda, tau, Tws, schedule, bd.kmax, step, smem_rows);
+            detail::check_launch("vgeqrf panel kernel");
+        }
         const int tiles = detail::ceil_div(cols - 1, K);
         if (tiles <= 0) continue;
         const dim3 grid(static_cast<unsigned>(count), static_cast<unsigned>(tiles));
