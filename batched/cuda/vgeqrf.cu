@@ -6,12 +6,14 @@
 // geqrf's one-pass small kernel (geqrf.cu, through vgeqrf_small: each matrix its own shape, in
 // registers). Other batches, step s, for the matrices whose factorization is at column block
 // c0 = 32 j:
-// - panel kernel, one thread block (8 warps) per matrix: the Householder QR of the panel
-//   A(c0:m, c0:c0+iw), iw = min(32, k - c0), in shared memory when the step's rows fit (else
-//   in place), column c's reflector computed by warp c % 8 (LAPACK's larfg) while the other
-//   warps apply the previous one to their own columns (householder.cuh's factor_panel, as the
-//   fixed-size panel of geqrf.cu);
-//   then G = V^T V and T (LAPACK's larft, forward columnwise) to the workspace, tau[b].
+// - panel: the Householder QR of A(c0:m, c0:c0+iw), iw = min(32, k - c0), with T (LAPACK's
+//   larft, forward columnwise) to the workspace and tau[b]. Steps whose panels have at most 512
+//   rows take geqrf.cu's register panel kernel, each matrix at its own column block
+//   (vgeqrf_reg_panel; 2026-11-23: DSSE uniform 64 1.45 -> 0.69 ms, 512 61.7 -> 47.5, skewed 512
+//   7.0 -> 3.8, bench/results/2026-11-23-h100-vgeqrf-reg*); taller ones the panel kernel here,
+//   one thread block (8 warps) per matrix, in shared memory when the step's rows fit (else in
+//   place), column c's reflector computed by warp c % 8 while the other warps apply the
+//   previous one to their own columns (householder.cuh's factor_panel), then G = V^T V and T.
 // - update kernel, one thread block per (matrix, 32 trailing columns): C -= V (T^T (V^T C)) on
 //   C = A(c0:m, cols), by 32-row chunks of V and C staged in shared memory.
 // Blocks of matrices that are not at that step (not started, finished) return at once; the
