@@ -35,11 +35,6 @@ void* WorkspaceCarver::take_bytes(std::size_t bytes) {
 }
 
 namespace {
-template <class T>
-__global__ void offset_kernel(T** out, T* const* in, long long offset, int count) {
-    const int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b < count) out[b] = in[b] + offset;
-}
 constexpr int kOffsetJobs = 64;
 struct OffsetJobs {
     long long offset[kOffsetJobs];
@@ -57,14 +52,7 @@ __global__ void strided_kernel(T** out, T* base, long long stride, int count) {
 }  // namespace
 
 template <class T>
-void offset_pointers(T** out, T* const* in, long long offset, int count, cudaStream_t stream) {
-    if (count <= 0) return;
-    offset_kernel<<<ceil_div(count, 256), 256, 0, stream>>>(out, in, offset, count);
-    check_launch("offset_pointers");
-}
-
-template <class T>
-void offset_pointers_many(T** out, T* const* in, const long long* offsets, int jobs, int count, cudaStream_t stream) {
+void offset_pointers(T** out, T* const* in, const long long* offsets, int jobs, int count, cudaStream_t stream) {
     if (count <= 0) return;
     for (int q0 = 0; q0 < jobs; q0 += kOffsetJobs) {
         const int nj = jobs - q0 < kOffsetJobs ? jobs - q0 : kOffsetJobs;
@@ -72,16 +60,12 @@ void offset_pointers_many(T** out, T* const* in, const long long* offsets, int j
         for (int q = 0; q < nj; ++q) batch.offset[q] = offsets[q0 + q];
         offsets_kernel<<<dim3(ceil_div(count, 256), nj), 256, 0, stream>>>(out + static_cast<long long>(q0) * count, in,
                                                                            batch, count);
-        check_launch("offset_pointers_many");
+        check_launch("offset_pointers");
     }
 }
 
-template void offset_pointers_many<float>(float**, float* const*, const long long*, int, int, cudaStream_t);
-template void offset_pointers_many<double>(double**, double* const*, const long long*, int, int, cudaStream_t);
-template void offset_pointers<float>(float**, float* const*, long long, int, cudaStream_t);
-template void offset_pointers<double>(double**, double* const*, long long, int, cudaStream_t);
-template void offset_pointers<const float>(const float**, const float* const*, long long, int, cudaStream_t);
-template void offset_pointers<const double>(const double**, const double* const*, long long, int, cudaStream_t);
+template void offset_pointers<float>(float**, float* const*, const long long*, int, int, cudaStream_t);
+template void offset_pointers<double>(double**, double* const*, const long long*, int, int, cudaStream_t);
 
 }  // namespace detail
 

@@ -36,15 +36,11 @@ private:
     std::size_t used_ = 0;
 };
 
-/// out[b] = in[b] + offset for b < count (device arrays): the pointer arrays that batched
-/// cuBLAS calls need for a sub-block (row i, column j: offset = i + j * ld) of every matrix.
+/// out + q * count gets in[b] + offsets[q] for b < count and q < jobs (device arrays in, out;
+/// host array offsets), in one launch per 64 offsets: the pointer arrays that batched cuBLAS
+/// calls need for sub-blocks (row i, column j: offset = i + j * ld) of every matrix.
 template <class T>
-void offset_pointers(T** out, T* const* in, long long offset, int count, cudaStream_t stream);
-
-/// offset_pointers for `jobs` offsets at once (host array): out + q * count gets in[b] +
-/// offsets[q], in one launch per 64 jobs.
-template <class T>
-void offset_pointers_many(T** out, T* const* in, const long long* offsets, int jobs, int count, cudaStream_t stream);
+void offset_pointers(T** out, T* const* in, const long long* offsets, int jobs, int count, cudaStream_t stream);
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 

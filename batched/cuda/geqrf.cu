@@ -278,16 +278,14 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
         for (int t = 0; t < stagger_ns; t += 1000) __nanosleep(1000);
     for (int i = threadIdx.x; i < 32 * 33; i += blockDim.x) sT[i] = 0;
     const int b = blockIdx.x;
-    T* tau_b = tau + static_cast<long long>(b) * ntau + row0;
+    T* tau_b = nullptr;
     if (var.m != nullptr) {  // this matrix's panel at the step, if any (uniform over the block)
-        const int mb = var.m[b], kb = min(mb, var.n[b]);
-        const int j = var.step - vfirst_step(var.s, var.kmax, kb);
-        if (j < 0 || j >= vsteps(kb)) return;
-        row0 = j * kVBlock;
-        iw = min(kVBlock, kb - row0);
-        m = mb;
+        m = var.m[b];
+        if (!vqr_panel_at(var.s, var.kmax, var.step, m, var.n[b], row0, iw)) return;
         lda = var.lda[b];
         tau_b = var.tau[b] + row0;
+    } else {
+        tau_b = tau + static_cast<long long>(b) * ntau + row0;
     }
     const int mp = m - row0;
     T* Ag = A[b] + row0 + static_cast<long long>(row0) * lda;
@@ -857,7 +855,7 @@ struct QrPlan {
 
 constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel kernel at most (mp <= 512)
 /// Columns per warp (32 / K warps) of the register panel kernel for R = 2, 4, 8 (and 6), 16 (and
-/// 12) rows per lane: fewer warps for short panels, so that more blocks share a multiprocessor.
+/// 10, 12, 14) rows per lane: fewer warps for short panels, so that more blocks share a multiprocessor.
 /// R = 6 and 12 (panels of 129-192 and 257-384 rows) cut the rows of zeros a panel carries:
 /// 2000 x 512 in 34.3 ms against 35.0, 1000 x 256 3.81 against 3.89 (H100, FP64, 2026-11-23,
 /// bench/results/2026-11-23-h100-qr-r12*); R = 10 and 14 (257-320, 385-448 rows), with four
@@ -883,8 +881,8 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
     static const std::pair<int, int> stagger = [] {
         const char* e = std::getenv("STARFACT_BATCHED_QR_STAGGER_NS");
         int sms = 0, dev = 0;
-        cudaGetDevice(&dev);
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        detail::check(cudaGetDevice(&dev), "geqrf register panel (device)");
+        detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "geqrf register panel (SMs)");
         const bool one_per_sm = NCOL == 32 && K == 2;
         const int ns = e != nullptr ? std::atoi(e) : 1500 * R;
         return std::make_pair(one_per_sm ? std::max(0, ns) : 0, sms);
@@ -1065,7 +1063,7 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
     if (static_cast<int>(c_offsets.size()) > plan.c_arrays)
         throw RuntimeError("batched geqrf: sub-block pointer arrays miscounted (internal)");
     T** c_base = ws.array(4 + 2 * detail::ceil_div(nb, ib));
-    detail::offset_pointers_many(c_base, A, c_offsets.data(), static_cast<int>(c_offsets.size()), count, s);
+    detail::offset_pointers(c_base, A, c_offsets.data(), static_cast<int>(c_offsets.size()), count, s);
     std::size_t c_next = 0;
     auto next_c = [&](long long offset) {
         if (c_next >= c_offsets.size() || c_offsets[c_next] != offset)

@@ -35,6 +35,18 @@ __host__ __device__ constexpr int vfirst_step(Schedule s, int nmax, int n) {
     return s == Schedule::dsse ? vsteps(nmax) - vsteps(n) : 0;
 }
 
+/// Where a matrix of shape m x n stands at `step` of vgeqrf (k = min(m, n) columns by steps of
+/// kVBlock, started as the schedule says in a batch whose largest k is kmax): the column block
+/// c0 its panel starts at and the panel's width iw; false when it has nothing to do there.
+__host__ __device__ constexpr bool vqr_panel_at(Schedule s, int kmax, int step, int m, int n, int& c0, int& iw) {
+    const int k = m < n ? m : n;
+    const int j = step - vfirst_step(s, kmax, k);
+    if (j < 0 || j >= vsteps(k)) return false;
+    c0 = j * kVBlock;
+    iw = k - c0 < kVBlock ? k - c0 : kVBlock;
+    return true;
+}
+
 /// Bytes of workspace vpotrf needs (0: it uses none; kept for the convention).
 template <class T>
 std::size_t vpotrf_workspace(int nmax, int count);

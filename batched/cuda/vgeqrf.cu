@@ -50,12 +50,7 @@ __device__ __forceinline__ bool locate(const int* m, const int* n, int b, Schedu
                                        int& nb, int& c0, int& iw) {
     mb = m[b];
     nb = n[b];
-    const int kb = min(mb, nb);
-    const int j = step - vfirst_step(s, kmax, kb);
-    if (j < 0 || j >= vsteps(kb)) return false;
-    c0 = j * K;
-    iw = min(K, kb - c0);
-    return true;
+    return vqr_panel_at(s, kmax, step, mb, nb, c0, iw);
 }
 
 template <class T, int W>
