@@ -199,8 +199,8 @@ TYPED_TEST(BatchedLu, SmallSizesMatchLapack) {
     for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65}) this->check_sizes(n, 300);
 }
 
-// Double at orders 17 to 32 takes the tensor-core kernel (lu_small_mma.cuh): blocks of 4
-// columns, so every remainder of n mod 4 and mod 8; 97 matrices leave one warp of a block idle.
+// Every order served by the register kernel's widest instance (lu_small.cuh, one row per lane of
+// a whole warp), with 97 matrices: the last block of the grid is partly idle.
 TYPED_TEST(BatchedLu, EveryOrderFrom17To32MatchesLapack) {
     for (int n = 17; n <= 32; ++n) this->check_sizes(n, 97);
 }
