@@ -14,6 +14,17 @@ prefix=$work/prefix
 export STARPU_HOME=$work/home STARPU_SILENT=1
 mkdir -p "$STARPU_HOME"
 
+# A Python with NumPy: the first python3 on PATH may be another installation (pyenv, a virtual
+# environment) than Debian's, whose python3-numpy install_deps.sh provides.
+py=python3
+if ! "$py" -c "import numpy" 2>/dev/null; then
+    if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+        py=/usr/bin/python3
+    else
+        python3 -m pip install -q numpy >&2
+    fi
+fi
+
 echo "== install $build into a temporary prefix" >&2
 cmake --install "$build" --prefix "$prefix" >/dev/null
 
@@ -23,7 +34,7 @@ cmake -S "$root/examples/solve_from_file" -B "$work/solve_from_file" -G Ninja -D
 cmake --build "$work/solve_from_file" >/dev/null
 
 # A system as a NumPy user has it: C-order float64 A, a 1-D b.
-python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import sys, numpy as np
 rng = np.random.default_rng(20261122)
 n = 300
@@ -36,7 +47,7 @@ PY
 echo "== the installed starfact on the same files" >&2
 "$prefix/bin/starfact" gesv --A "$work/A.npy" --B "$work/b.npy" --X "$work/x_cli.npy" --check --format csv >/dev/null
 
-python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import sys, numpy as np
 d = sys.argv[1]
 A, b = np.load(f"{d}/A.npy"), np.load(f"{d}/b.npy")
@@ -55,7 +66,7 @@ cmake --build "$work/batched_posv" >/dev/null
 "$work/batched_posv/batched_posv"
 
 # A batch as a NumPy user has it: C-order float64 SPD blocks and their right-hand sides.
-python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import sys, numpy as np
 rng = np.random.default_rng(20261122)
 count, n, nrhs = 500, 20, 2
@@ -68,7 +79,7 @@ PY
 echo "== the installed starfact batched on the same files" >&2
 "$prefix/bin/starfact" batched --op potrs --input "$work/S.npy" --rhs "$work/SB.npy" --output "$work/SX.npy" \
     --check --format csv >/dev/null
-python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import sys, numpy as np
 d = sys.argv[1]
 S, B, X = np.load(f"{d}/S.npy"), np.load(f"{d}/SB.npy"), np.load(f"{d}/SX.npy")

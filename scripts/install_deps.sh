@@ -13,7 +13,7 @@ if [ "$(id -u)" != 0 ]; then sudo_cmd=(sudo); fi
 
 packages=(build-essential cmake ninja-build pkg-config libopenblas-dev liblapacke-dev
           libhwloc-dev libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev dpkg-dev
-          python3-matplotlib xz-utils patchelf)
+          python3-matplotlib python3-numpy xz-utils patchelf)
 
 missing=()
 for p in "${packages[@]}"; do
