@@ -2,21 +2,16 @@
 // (getrf.cu) and the variable-size vgetrf (vgetrf.cu) through a batch accessor (FixedBatch,
 // VarBatch): one pass over memory, each matrix read once into registers and written once.
 //
-// A group of SUB lanes (4, 8, 16 or 32; SUB >= the order) holds one matrix, one row per lane;
-// a block holds MAXT / SUB groups, and each group goes through matrices b, b + stride, ...,
-// copying the next one into shared memory (cp.async) while it factors the current one. All the
-// groups of a warp go round the same number of times (a group without a matrix idles), so the
-// warp-wide shuffles and votes below always have the whole warp (no sub-warp masks).
+// Every matrix is held one row per lane: by a group of SUB lanes (4, 8 or 16) for orders up to
+// 16 (lu_whole_kernel, several matrices per warp), by a whole warp for orders 17 to 32
+// (lu_warp_kernel). Each group or warp goes through matrices b, b + stride, ..., copying the
+// next one into shared memory (cp.async) while it factors the current one.
 //
 // Row interchanges are deferred: every row remembers its position in LAPACK's order (`pos`),
 // the pivot of column j is the largest |a| among rows not yet chosen (ties to the smallest
-// position, as idamax), and rows are written to their final places at the end. The pivot
-// search reduces only the high 32 bits of the key over the group (one redux, or a shuffle
-// butterfly for SUB < 32) and a ballot says whether one row holds that maximum; only when two
-// rows share the high word somewhere in the warp (equal or nearly equal magnitudes) the exact
-// search (low word, then the smallest position) runs. The pivot's value and position reach the group by
-// shuffles from the winning lane; the rest of the pivot row goes through shared memory.
-// Lane j keeps ipiv[j], written at the end with one store per lane.
+// position, as idamax), and rows are written to their final places at the end. The pivot row
+// reaches the other lanes through shared memory. Lane j keeps ipiv[j], written at the end with
+// one store per lane.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -89,6 +84,75 @@ __device__ __forceinline__ void store_row(const T (&a)[NC], int c0, T* dst) {
     }
 }
 
+/// store_row by the lanes whose p is set, as predicated stores (no branch, so that the column
+/// step stays one basic block for the scheduler).
+template <int NC>
+__device__ __forceinline__ void store_row_if(bool p, const double (&a)[NC], int c0, double* dst) {
+    const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+#pragma unroll
+    for (int c = c0 / 2 * 2; c < NC; c += 2)
+        asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %0, 0;\n\t@q st.shared.v2.f64 [%1], {%2, %3};\n\t}\n" ::"r"(
+                         p ? 1u : 0u),
+                     "r"(base + static_cast<unsigned>(c) * 8u), "d"(a[c]), "d"(a[c + 1])
+                     : "memory");
+}
+template <int NC>
+__device__ __forceinline__ void store_row_if(bool p, const float (&a)[NC], int c0, float* dst) {
+    if (p) store_row(a, c0, dst);
+}
+/// dst[0] = x, dst[1] = y (dst aligned to the pair) where p is set, as one predicated store.
+__device__ __forceinline__ void store_pair_if(bool p, double x, double y, double* dst) {
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %0, 0;\n\t@q st.shared.v2.f64 [%1], {%2, %3};\n\t}\n" ::"r"(
+                     p ? 1u : 0u),
+                 "r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))), "d"(x), "d"(y)
+                 : "memory");
+}
+__device__ __forceinline__ void store_pair_if(bool p, float x, float y, float* dst) {
+    if (p) *reinterpret_cast<float2*>(dst) = make_float2(x, y);
+}
+
+/// 1 / x without a slow path in double (the hardware's approximation and two Newton steps:
+/// within about an ulp of the rounded quotient; for the x that pivot_reciprocal passes, whose
+/// magnitudes lie in [2^-960, 2^960]); the IEEE quotient in float.
+__device__ __forceinline__ double rcp_fast(double x) {
+    double r;
+    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
+    double e = fma(-x, r, 1.0);
+    r = fma(r, e, r);
+    e = fma(-x, r, 1.0);
+    return fma(r, e, r);
+}
+__device__ __forceinline__ float rcp_fast(float x) { return 1.0f / x; }
+
+/// The multiplier of a row under the pivot x is (a * rp) * sc, rp and sc formed by every row
+/// for its own entry while the pivot is searched for (off the column's critical path): rp is the
+/// reciprocal of x scaled by sc = 2^64 (|x| < 2^-960) or 2^-64 (|x| > 2^960), 2^32 and 2^-32
+/// beyond 2^-+100 in float, so that neither the reciprocal nor the quotient overflows or
+/// flushes where a / x would not. A zero pivot scales nothing (rp = sc = 1: the column stays, as
+/// in LAPACK), an infinite one gives 0, a NaN NaN.
+template <class T>
+__device__ __forceinline__ void pivot_reciprocal(T x, T& rp, T& sc) {
+    constexpr bool kDouble = sizeof(T) == 8;
+    const T small = kDouble ? T(0x1p-960) : T(0x1p-100), large = kDouble ? T(0x1p960) : T(0x1p100);
+    const T up = kDouble ? T(0x1p64) : T(0x1p32), down = kDouble ? T(0x1p-64) : T(0x1p-32);
+    const T ax = fabs(x);
+    sc = ax < small ? up : (ax > large ? down : T(1));
+    rp = isinf(x) ? T(0) : rcp_fast(x * sc);
+    if (x == T(0)) rp = sc = T(1);
+}
+
+/// Two values side by side in shared memory (16 or 8 bytes): the pivot's rp and sc.
+template <class T>
+struct Pair2;
+template <>
+struct Pair2<double> {
+    using type = double2;
+};
+template <>
+struct Pair2<float> {
+    using type = float2;
+};
+
 using detail::cp_async;
 using detail::cp_async_commit;
 using detail::cp_async_wait_all;
@@ -122,33 +186,25 @@ struct VarBatch {
     __device__ int* pivots(int b) const { return ipiv[b]; }
 };
 
-/// Max of x over the aligned group of SUB lanes (the whole warp takes part).
+/// Max and min of x over the aligned group of SUB (< 32) lanes (the whole warp takes part).
 template <int SUB>
 __device__ __forceinline__ unsigned group_max(unsigned x) {
-    if constexpr (SUB == 32) {
-        return __reduce_max_sync(kFullMask, x);
-    } else {
 #pragma unroll
-        for (int off = SUB / 2; off > 0; off /= 2) x = max(x, __shfl_xor_sync(kFullMask, x, off));
-        return x;
-    }
+    for (int off = SUB / 2; off > 0; off /= 2) x = max(x, __shfl_xor_sync(kFullMask, x, off));
+    return x;
 }
 template <int SUB>
 __device__ __forceinline__ unsigned group_min(unsigned x) {
-    if constexpr (SUB == 32) {
-        return __reduce_min_sync(kFullMask, x);
-    } else {
 #pragma unroll
-        for (int off = SUB / 2; off > 0; off /= 2) x = min(x, __shfl_xor_sync(kFullMask, x, off));
-        return x;
-    }
+    for (int off = SUB / 2; off > 0; off /= 2) x = min(x, __shfl_xor_sync(kFullMask, x, off));
+    return x;
 }
 
-// ---- The kernel -------------------------------------------------------------------------------
+// ---- Orders up to 16: a group of lanes per matrix ------------------------------------------
 
 template <class T, int NC, int SUB, int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int count) {
-    static_assert(SUB >= 4 && SUB <= 32 && (SUB & (SUB - 1)) == 0 && NC <= SUB, "a lane per row");
+    static_assert(SUB >= 4 && SUB < 32 && (SUB & (SUB - 1)) == 0 && NC <= SUB, "a lane per row");
     using V = typename Vec16<T>::type;
     constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
     static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
@@ -159,15 +215,12 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
 
     const int lane = threadIdx.x & 31;
     const int group = threadIdx.x / SUB, t = threadIdx.x % SUB;
-    const unsigned gbits = SUB == 32 ? kFullMask : ((1u << SUB) - 1u) << (lane / SUB * SUB);
+    const unsigned gbits = ((1u << SUB) - 1u) << (lane / SUB * SUB);
     T* st = stage + group * SUB * NC;  // st[c * SUB + t] = A(t, c)
     const int stride = gridDim.x * kGroups;
     // A matrix's pointer, order and leading dimension (order 0: no matrix), read from the batch
-    // two matrices ahead so that their loads are not waited for (kAhead), or just before its
-    // copy is started. Ahead: 16 x 10000 23.4 against 24.5 us, vgetrf uniform:32 (5000) 48.4
-    // against 51.1 us; but order 32 fixed, whose 96 registers then spill more, 116 against 111
+    // two matrices ahead so that their loads are not waited for: 16 x 10000 23.4 against 24.5
     // us (H100, FP64, 2026-11-23, bench/results/2026-11-23-h100-lu-ahead*).
-    constexpr bool kAhead = !Batch::kUniform || NC < 32;
     struct Entry {
         T* ptr;
         int n, ld;
@@ -186,7 +239,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
     const int warp_first = blockIdx.x * kGroups + static_cast<int>(threadIdx.x / 32) * kPerWarp;
     Entry cur = peek(b);
     fetch(cur);
-    Entry next = kAhead ? peek(b + 1LL * stride) : Entry{nullptr, 0, 0};
+    Entry next = peek(b + 1LL * stride);
     T a[NC];
     for (int wb = warp_first; wb < count; wb += stride, b += stride) {
         const bool active = b < count;
@@ -196,21 +249,13 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
 #pragma unroll
         for (int c = 0; c < NC; ++c) a[c] = (t < n && c < n) ? st[c * SUB + t] : T(0);
         __syncwarp();
-        Entry after{nullptr, 0, 0};
-        if constexpr (kAhead) {
-            fetch(next);
-            after = peek(b + 2LL * stride);
-        } else {
-            next = peek(b + 1LL * stride);
-            fetch(next);
-        }
+        fetch(next);
+        const Entry after = peek(b + 2LL * stride);
 
         // Columns to go through, the same for the whole warp (a group without a matrix too).
-        int steps = n;
-        if constexpr (Batch::kUniform)
-            steps = batch.order(0);
-        else if constexpr (SUB < 32)
-            steps = static_cast<int>(__reduce_max_sync(kFullMask, n > 0 ? static_cast<unsigned>(n) : 0u));
+        const int steps = Batch::kUniform
+                              ? batch.order(0)
+                              : static_cast<int>(__reduce_max_sync(kFullMask, n > 0 ? static_cast<unsigned>(n) : 0u));
         int pos = t;     // this row's position in LAPACK's order
         int my_piv = 0;  // lane j: ipiv[j]
         int linfo = 0;
@@ -224,22 +269,8 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
             bool has, winner;
             int bp;
             T piv;
-            if constexpr (SUB == 32) {
-                // The group is the warp: the exact search by three reductions, the pivot from
-                // the shared row.
-                const unsigned hmax = __reduce_max_sync(kFullMask, hi);
-                const unsigned lmax = __reduce_max_sync(kFullMask, hi == hmax ? static_cast<unsigned>(key) : 0u);
-                const bool top = cand && hi == hmax && static_cast<unsigned>(key) == lmax;
-                const unsigned pmin = __reduce_min_sync(kFullMask, top ? static_cast<unsigned>(pos) : kNoPos);
-                winner = top && static_cast<unsigned>(pos) == pmin;
-                has = pmin != kNoPos;
-                bp = static_cast<int>(pmin);
-                if (winner) {
-                    store_row(a, j, srow[par][group]);
-                }
-                __syncwarp();
-                piv = has ? srow[par][group][j] : T(0);
-            } else {
+            {
+                // A reduction of the high words, a ballot for the rows holding the maximum.
                 const unsigned hmax = group_max<SUB>(hi);
                 unsigned win = __ballot_sync(kFullMask, cand && hi == hmax) & gbits;
                 if (__any_sync(kFullMask, (win & (win - 1)) != 0)) {
@@ -310,16 +341,150 @@ void launch_whole(cudaStream_t stream, const Batch& batch, int count) {
     detail::check_launch("getrf (register kernel)");
 }
 
+// ---- Orders 17 to 32: a warp per matrix --------------------------------------------------------
+
+/// The pivot search of one column over a warp: two reductions. The key's low word carries
+/// 31 - pos in its five lowest bits, so the first reduction finds the largest high word and the
+/// second, among the rows holding it, the largest rest of the magnitude and then the smallest
+/// position. Rows whose magnitudes differ only in the last five bits of the double count as
+/// tied (the pivot is then within 2^-47 of the largest, a near-tie on which LAPACK's own
+/// recursive getrf2 may round either way); exact ties go to the smallest position, as idamax.
+/// `between` is independent work the caller places where the first reduction is waited for.
+/// Returns the winner's position; winner says whether this lane holds it.
+template <class Between>
+__device__ __forceinline__ int warp_pivot(bool cand, unsigned long long key, int pos, bool& winner,
+                                          Between&& between) {
+    const unsigned hi = static_cast<unsigned>(key >> 32);
+    const unsigned lo = cand ? (static_cast<unsigned>(key) & ~31u) | static_cast<unsigned>(31 - pos) : 0u;
+    const unsigned hmax = __reduce_max_sync(kFullMask, hi);
+    between();
+    const unsigned lmax = __reduce_max_sync(kFullMask, hi == hmax ? lo : 0u);
+    winner = cand && hi == hmax && lo == lmax;
+    return static_cast<int>(31u - (lmax & 31u));
+}
+
+/// One warp per matrix, lane t holding row t. A column step is one basic block (no branch for
+/// the scheduler to stop at): every row forms its reciprocal (pivot_reciprocal) while the pivot
+/// is searched for; the winner stores its row from column j and its (rp, sc) by predicated
+/// stores; every row then takes its multiplier as a product and updates column j + 1 first (the
+/// next search's input) and the rest of its row with plain fused multiply-adds. Rows that are
+/// not updated (the pivot rows, rows past n) take the multiplier 0, so their entries stay; they
+/// turn NaN where the pivot row holds an infinity or a NaN, whose matrix's factors are not
+/// specified beyond its pivots and info. Against the exact three-reduction search with the
+/// pivot's reciprocal after the broadcast and a branch around the update (the kernel before):
+/// 32 x 10000 103.4 against 112.2 us on the H100, 95-96 against 102 on the H200
+/// (bench/results/2026-11-27-h*-lu32*).
+template <class T, int NC, int MAXT, int MINB, class Batch>
+__global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int count) {
+    static_assert(NC <= 32 && MAXT % 32 == 0, "a lane per row");
+    using V = typename Vec16<T>::type;
+    using P = typename Pair2<T>::type;
+    constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
+    static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
+    constexpr int kWarps = MAXT / 32;
+    __shared__ __align__(16) T stage[kWarps][32 * NC];    // [c * 32 + t] = A(t, c)
+    __shared__ __align__(16) T srow[2][kWarps][NC + kV];  // the pivot row, then its rp and sc
+
+    const int t = threadIdx.x & 31, warp = threadIdx.x / 32;
+    const int stride = gridDim.x * kWarps;
+    struct Entry {
+        T* ptr;
+        int n, ld;
+    };
+    auto peek = [&](long long bb) {
+        if (bb >= count) return Entry{nullptr, 0, 0};
+        const int i = static_cast<int>(bb);
+        return Entry{batch.A[i], batch.order(i), batch.ld(i)};
+    };
+    auto fetch = [&](const Entry& e) {
+        if (t < e.n)
+            for (int c = 0; c < e.n; ++c)
+                cp_async(&stage[warp][c * 32 + t], e.ptr + t + static_cast<std::size_t>(c) * e.ld);
+        cp_async_commit();
+    };
+    int b = blockIdx.x * kWarps + warp;
+    Entry cur = peek(b);
+    fetch(cur);
+    T a[NC];
+    for (; b < count; b += stride) {
+        const int n = Batch::kUniform ? batch.order(0) : cur.n;
+        cp_async_wait_all();
+        __syncwarp();
+#pragma unroll
+        for (int c = 0; c < NC; ++c) a[c] = t < n && c < n ? stage[warp][c * 32 + t] : T(0);
+        __syncwarp();
+        const Entry next = peek(b + 1LL * stride);
+        fetch(next);
+
+        int pos = t;     // this row's position in LAPACK's order
+        int my_piv = 0;  // lane j: ipiv[j]
+        int linfo = 0;
+        unsigned long long key = pivot_key(a[0]);  // column j's, formed once a[j] is updated
+#pragma unroll
+        for (int j = 0; j < NC; ++j) {
+            if (j >= n) break;
+            T* row = srow[j & 1][warp];
+            const bool cand = t < n && pos >= j;
+            bool winner;
+            T rp, sc;
+            const int bp = warp_pivot(cand, cand ? key : 0ull, pos, winner, [&] { pivot_reciprocal(a[j], rp, sc); });
+            store_row_if(winner, a, j, row);
+            store_pair_if(winner, rp, sc, row + NC);
+            __syncwarp();
+            const P pr = *reinterpret_cast<const P*>(row + NC);
+            pos = winner ? j : (pos == j ? bp : pos);
+            my_piv = t == j ? bp + 1 : my_piv;
+            linfo = row[j] == T(0) && linfo == 0 ? j + 1 : linfo;
+            const bool upd = t < n && pos > j;
+            const T l = upd ? a[j] * pr.x * pr.y : T(0);
+            a[j] = upd ? l : a[j];
+            if (j + 1 < NC) {
+                a[j + 1] = fma(-l, row[j + 1], a[j + 1]);
+                key = pivot_key(a[j + 1]);
+            }
+#pragma unroll
+            for (int c = (j + 2) / kV * kV; c < NC; c += kV) {
+                const V v = *reinterpret_cast<const V*>(&row[c]);
+                const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+                for (int q = 0; q < kV; ++q)
+                    if (c + q > j + 1) a[c + q] = fma(-l, e[q], a[c + q]);
+            }
+        }
+
+        if (t < n) {
+#pragma unroll
+            for (int c = 0; c < NC; ++c)
+                if (c < n) cur.ptr[pos + static_cast<std::size_t>(c) * cur.ld] = a[c];
+            batch.pivots(b)[t] = my_piv;
+        }
+        if (t == 0) batch.info[b] = linfo;
+        cur = next;
+    }
+}
+
+/// The warp kernel's grid: the blocks that fit on the device at once, or fewer for a small batch.
+template <class T, int MAXT, int MINB, class Batch>
+void launch_warp(cudaStream_t stream, const Batch& batch, int count) {
+    static const int resident =
+        detail::resident_blocks(lu_warp_kernel<T, 32, MAXT, MINB, Batch>, MAXT, "getrf (warp kernel grid)");
+    const int needed = detail::ceil_div(count, MAXT / 32);
+    lu_warp_kernel<T, 32, MAXT, MINB, Batch><<<needed < resident ? needed : resident, MAXT, 0, stream>>>(batch, count);
+    detail::check_launch("getrf (warp kernel)");
+}
+
 /// The instance for matrices of order <= nmax (<= 32), smallest first: order, lanes per matrix,
 /// threads per block, blocks per SM for the register budget. (Two rows per lane, two matrices
 /// of order 32 per warp, measured 3.3x slower at 32 and 1.7x at 16: a larger code, more
-/// instructions per matrix, instruction-cache stalls; bench/results/2026-11-23-h100-blu-*.)
+/// instructions per matrix, instruction-cache stalls; bench/results/2026-11-23-h100-blu-*. Two
+/// matrices per warp with a row of each per lane, 168 registers: 2.1x slower at 32, and 1.4x
+/// with the warp kernel's branch-free steps; bench/results/2026-11-27-h200-lu32*.)
 template <class T, class Batch>
 void launch(cudaStream_t stream, int nmax, const Batch& batch, int count) {
     if (nmax <= 4) return launch_whole<T, 4, 4, 128, 1>(stream, batch, count);
     if (nmax <= 8) return launch_whole<T, 8, 8, 128, 1>(stream, batch, count);
     if (nmax <= 16) return launch_whole<T, 16, 16, 128, 1>(stream, batch, count);
-    return launch_whole<T, 32, 32, 128, 5>(stream, batch, count);
+    return launch_warp<T, 128, 5>(stream, batch, count);
 }
 
 }  // namespace starfact::batched::cuda::lu_small
