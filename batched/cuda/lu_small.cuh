@@ -111,16 +111,19 @@ __device__ __forceinline__ void store_pair_if(bool p, float x, float y, float* d
     if (p) *reinterpret_cast<float2*>(dst) = make_float2(x, y);
 }
 
-/// 1 / x without a slow path in double (the hardware's approximation and two Newton steps:
-/// within about an ulp of the rounded quotient; for the x that pivot_reciprocal passes, whose
-/// magnitudes lie in [2^-960, 2^960]); the IEEE quotient in float.
+/// 1 / x in double without the slow path of the IEEE quotient: the hardware's approximation of
+/// the high word (its low word set as CUDA's own reciprocal sets it) and the same three
+/// corrections as CUDA's correctly rounded reciprocal, so the same bits wherever that one takes
+/// its fast path, which covers the magnitudes [2^-960, 2^960] that pivot_reciprocal passes. In
+/// float the IEEE quotient.
 __device__ __forceinline__ double rcp_fast(double x) {
-    double r;
-    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
-    double e = fma(-x, r, 1.0);
-    r = fma(r, e, r);
-    e = fma(-x, r, 1.0);
-    return fma(r, e, r);
+    double approx;
+    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(approx) : "d"(x));
+    const double r0 = __hiloint2double(__double2hiint(approx), __double2hiint(x) + 0x300402);
+    double e = fma(-x, r0, 1.0);
+    e = fma(e, e, e);
+    const double r1 = fma(r0, e, r0);
+    return fma(r1, fma(-x, r1, 1.0), r1);
 }
 __device__ __forceinline__ float rcp_fast(float x) { return 1.0f / x; }
 
@@ -129,15 +132,17 @@ __device__ __forceinline__ float rcp_fast(float x) { return 1.0f / x; }
 /// reciprocal of x scaled by sc = 2^64 (|x| < 2^-960) or 2^-64 (|x| > 2^960), 2^32 and 2^-32
 /// beyond 2^-+100 in float, so that neither the reciprocal nor the quotient overflows or
 /// flushes where a / x would not. A zero pivot scales nothing (rp = sc = 1: the column stays, as
-/// in LAPACK), an infinite one gives 0, a NaN NaN.
+/// in LAPACK), an infinite one gives 0 (sc = 0), a NaN NaN.
 template <class T>
 __device__ __forceinline__ void pivot_reciprocal(T x, T& rp, T& sc) {
     constexpr bool kDouble = sizeof(T) == 8;
     const T small = kDouble ? T(0x1p-960) : T(0x1p-100), large = kDouble ? T(0x1p960) : T(0x1p100);
     const T up = kDouble ? T(0x1p64) : T(0x1p32), down = kDouble ? T(0x1p-64) : T(0x1p-32);
     const T ax = fabs(x);
+    const bool inf = isinf(x);
     sc = ax < small ? up : (ax > large ? down : T(1));
-    rp = isinf(x) ? T(0) : rcp_fast(x * sc);
+    rp = rcp_fast(inf ? T(1) : x * sc);  // computed whatever x is: no branch around it
+    if (inf) sc = T(0);
     if (x == T(0)) rp = sc = T(1);
 }
 
