@@ -348,29 +348,30 @@ void launch_whole(cudaStream_t stream, const Batch& batch, int count) {
 
 // ---- Orders 17 to 32: a warp per matrix --------------------------------------------------------
 
-/// The pivot search of one column over a warp: two reductions. The key's low word carries
-/// 31 - pos in its five lowest bits, so the first reduction finds the largest high word and the
-/// second, among the rows holding it, the largest rest of the magnitude and then the smallest
-/// position. Rows whose magnitudes differ only in the last five bits of the double count as
-/// tied (the pivot is then within 2^-47 of the largest, a near-tie on which LAPACK's own
-/// recursive getrf2 may round either way); exact ties go to the smallest position, as idamax.
-/// `between` is independent work the caller places where the first reduction is waited for.
-/// Returns the winner's position; winner says whether this lane holds it.
+/// The pivot search of one column over a warp, exact: the largest high word of the key, then
+/// the largest low word among the rows holding it, then the smallest position among the rows
+/// holding both (ties as idamax). `between` is independent work the caller places where the
+/// first reduction is waited for. Returns the winner's position (kNoPos if no row is a
+/// candidate); winner says whether this lane holds it. (Folding 31 - pos into the low word's
+/// five lowest bits saves the third reduction, about 2% of the time at 32 x 10000, but counts
+/// magnitudes 32 ulps apart as tied: the bit-exact tie test then picked other pivots than the
+/// reference on rounded near-ties, so the exact search stays; bench/results/2026-11-27-*lu32*.)
 template <class Between>
 __device__ __forceinline__ int warp_pivot(bool cand, unsigned long long key, int pos, bool& winner,
                                           Between&& between) {
-    const unsigned hi = static_cast<unsigned>(key >> 32);
-    const unsigned lo = cand ? (static_cast<unsigned>(key) & ~31u) | static_cast<unsigned>(31 - pos) : 0u;
+    const unsigned hi = static_cast<unsigned>(key >> 32), lo = static_cast<unsigned>(key);
     const unsigned hmax = __reduce_max_sync(kFullMask, hi);
     between();
     const unsigned lmax = __reduce_max_sync(kFullMask, hi == hmax ? lo : 0u);
-    winner = cand && hi == hmax && lo == lmax;
-    return static_cast<int>(31u - (lmax & 31u));
+    const bool top = cand && hi == hmax && lo == lmax;
+    const unsigned pmin = __reduce_min_sync(kFullMask, top ? static_cast<unsigned>(pos) : kNoPos);
+    winner = top && static_cast<unsigned>(pos) == pmin;
+    return static_cast<int>(pmin);
 }
 
 /// One warp per matrix, lane t holding row t. A column step is one basic block (no branch for
 /// the scheduler to stop at): every row forms its reciprocal (pivot_reciprocal) while the pivot
-/// is searched for; the winner stores its row from column j and its (rp, sc) by predicated
+/// is searched for (warp_pivot); the winner stores its row from column j and its (rp, sc) by predicated
 /// stores; every row then takes its multiplier as a product and updates column j + 1 first (the
 /// next search's input) and the rest of its row with plain fused multiply-adds. Rows that are
 /// not updated (the pivot rows, rows past n) take the multiplier 0, so their entries stay; they
