@@ -388,7 +388,6 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
     constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
     static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
     constexpr int kWarps = MAXT / 32;
-    __shared__ __align__(16) T stage[kWarps][32 * NC];    // [c * 32 + t] = A(t, c)
     __shared__ __align__(16) T srow[2][kWarps][NC + kV];  // the pivot row, then its rp and sc
 
     const int t = threadIdx.x & 31, warp = threadIdx.x / 32;
@@ -402,25 +401,18 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
         const int i = static_cast<int>(bb);
         return Entry{batch.A[i], batch.order(i), batch.ld(i)};
     };
-    auto fetch = [&](const Entry& e) {
-        if (t < e.n)
-            for (int c = 0; c < e.n; ++c)
-                cp_async(&stage[warp][c * 32 + t], e.ptr + t + static_cast<std::size_t>(c) * e.ld);
-        cp_async_commit();
-    };
     int b = blockIdx.x * kWarps + warp;
     Entry cur = peek(b);
-    fetch(cur);
     T a[NC];
     for (; b < count; b += stride) {
         const int n = Batch::kUniform ? batch.order(0) : cur.n;
-        cp_async_wait_all();
-        __syncwarp();
+        // Straight from global memory into registers: the other warps cover the loads' latency
+        // (a copy of the next matrix into shared memory by cp.async, as lu_whole_kernel does,
+        // measured 2-5% slower here: H100, 32 and 24 x 10000, bench/results/2026-11-27-h100-lu32*).
 #pragma unroll
-        for (int c = 0; c < NC; ++c) a[c] = t < n && c < n ? stage[warp][c * 32 + t] : T(0);
-        __syncwarp();
+        for (int c = 0; c < NC; ++c)
+            a[c] = t < n && c < n ? cur.ptr[t + static_cast<std::size_t>(c) * cur.ld] : T(0);
         const Entry next = peek(b + 1LL * stride);
-        fetch(next);
 
         int pos = t;     // this row's position in LAPACK's order
         int my_piv = 0;  // lane j: ipiv[j]
