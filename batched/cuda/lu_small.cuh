@@ -4,8 +4,10 @@
 //
 // Every matrix is held one row per lane: by a group of SUB lanes (4, 8 or 16) for orders up to
 // 16 (lu_whole_kernel, several matrices per warp), by a whole warp for orders 17 to 32
-// (lu_warp_kernel). Each group or warp goes through matrices b, b + stride, ..., copying the
-// next one into shared memory (cp.async) while it factors the current one.
+// (lu_warp_kernel). Each group or warp goes through matrices b, b + stride, ... (the grid is
+// the blocks that fit on the device at once); lu_whole_kernel copies the next matrix into shared
+// memory (cp.async) while it factors the current one, lu_warp_kernel loads each straight into
+// registers.
 //
 // Row interchanges are deferred: every row remembers its position in LAPACK's order (`pos`),
 // the pivot of column j is the largest |a| among rows not yet chosen (ties to the smallest
@@ -86,20 +88,6 @@ __device__ __forceinline__ void store_row(const T (&a)[NC], int c0, T* dst) {
 
 /// store_row by the lanes whose p is set, as predicated stores (no branch, so that the column
 /// step stays one basic block for the scheduler).
-template <int NC>
-__device__ __forceinline__ void store_row_if(bool p, const double (&a)[NC], int c0, double* dst) {
-    const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-#pragma unroll
-    for (int c = c0 / 2 * 2; c < NC; c += 2)
-        asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %0, 0;\n\t@q st.shared.v2.f64 [%1], {%2, %3};\n\t}\n" ::"r"(
-                         p ? 1u : 0u),
-                     "r"(base + static_cast<unsigned>(c) * 8u), "d"(a[c]), "d"(a[c + 1])
-                     : "memory");
-}
-template <int NC>
-__device__ __forceinline__ void store_row_if(bool p, const float (&a)[NC], int c0, float* dst) {
-    if (p) store_row(a, c0, dst);
-}
 /// dst[0] = x, dst[1] = y (dst aligned to the pair) where p is set, as one predicated store.
 __device__ __forceinline__ void store_pair_if(bool p, double x, double y, double* dst) {
     asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %0, 0;\n\t@q st.shared.v2.f64 [%1], {%2, %3};\n\t}\n" ::"r"(
@@ -109,6 +97,17 @@ __device__ __forceinline__ void store_pair_if(bool p, double x, double y, double
 }
 __device__ __forceinline__ void store_pair_if(bool p, float x, float y, float* dst) {
     if (p) *reinterpret_cast<float2*>(dst) = make_float2(x, y);
+}
+/// store_row by the lanes whose p is set, as predicated stores in double (no branch, so that the
+/// column step stays one basic block for the scheduler; ptxas merges pairs into 16-byte stores).
+template <int NC>
+__device__ __forceinline__ void store_row_if(bool p, const double (&a)[NC], int c0, double* dst) {
+#pragma unroll
+    for (int c = c0 / 2 * 2; c < NC; c += 2) store_pair_if(p, a[c], a[c + 1], dst + c);
+}
+template <int NC>
+__device__ __forceinline__ void store_row_if(bool p, const float (&a)[NC], int c0, float* dst) {
+    if (p) store_row(a, c0, dst);
 }
 
 /// 1 / x in double without the slow path of the IEEE quotient: the hardware's approximation of
@@ -371,15 +370,15 @@ __device__ __forceinline__ int warp_pivot(bool cand, unsigned long long key, int
 
 /// One warp per matrix, lane t holding row t. A column step is one basic block (no branch for
 /// the scheduler to stop at): every row forms its reciprocal (pivot_reciprocal) while the pivot
-/// is searched for (warp_pivot); the winner stores its row from column j and its (rp, sc) by predicated
-/// stores; every row then takes its multiplier as a product and updates column j + 1 first (the
+/// is searched for (warp_pivot); the winner stores its row from column j and its (rp, sc) by
+/// predicated stores; every row then takes its multiplier as a product and updates column j + 1 first (the
 /// next search's input) and the rest of its row with plain fused multiply-adds. Rows that are
 /// not updated (the pivot rows, rows past n) take the multiplier 0, so their entries stay; they
 /// turn NaN where the pivot row holds an infinity or a NaN, whose matrix's factors are not
-/// specified beyond its pivots and info. Against the exact three-reduction search with the
-/// pivot's reciprocal after the broadcast and a branch around the update (the kernel before):
-/// 32 x 10000 103.4 against 112.2 us on the H100, 95-96 against 102 on the H200
-/// (bench/results/2026-11-27-h*-lu32*).
+/// specified beyond its pivots and info. Against the kernel before (lu_whole_kernel's step with
+/// the reciprocal after the broadcast and a branch around each row's update), H100, FP64:
+/// 32 x 10000 in 102.3 against 110.8 us, 24 x 10000 78.0 against 83.4, vgetrf NMAX 32
+/// uniform 40.5 against 48.1 (bench/results/2026-11-27-h100-session20-final.jsonl).
 template <class T, int NC, int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int count) {
     static_assert(NC <= 32 && MAXT % 32 == 0, "a lane per row");
