@@ -384,7 +384,7 @@ TYPED_TEST(VBatchedLuCuda, MixedSizesAgainstLapack) {
 }
 
 // Every order 0..70 once (block edges 31/32/33, 63/64/65), a large one at 200; counts 1 and 7;
-// all orders 0; count 0.
+// all orders 0; count 0; orders past 512.
 TYPED_TEST(VBatchedLuCuda, EveryOrderAndSmallCounts) {
     using T = TypeParam;
     std::vector<int> all;
@@ -396,6 +396,8 @@ TYPED_TEST(VBatchedLuCuda, EveryOrderAndSmallCounts) {
         this->factor_and_check(make_lu_case<T>({37}, false, this->seed() + 1), s);
         this->factor_and_check(make_lu_case<T>({45}, true, this->seed() + 2), s);  // the single one is singular
         this->factor_and_check(make_lu_case<T>({3, 0, 1, 64, 65, 2, 96}, true, this->seed() + 3), s);
+        // Panels taller than the register panel's 512 rows: the global-memory panel kernel.
+        this->factor_and_check(make_lu_case<T>({600, 40, 513, 0, 530}, true, this->seed() + 5), s);
         this->factor_and_check(make_lu_case<T>(std::vector<int>(5, 0), false, this->seed() + 4), s);
         bc::vgetrf<T>(this->launch(), s, 8, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
         if (this->HasFailure()) return;

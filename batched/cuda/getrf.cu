@@ -49,104 +49,46 @@ using lu_small::kNoPos;
 using lu_small::multiplier;
 using lu_small::pivot_key;
 
-/// Max of a 64-bit key over the lanes of `mask`.
-__device__ inline unsigned long long group_max(unsigned mask, unsigned long long key) {
-    const unsigned hi = __reduce_max_sync(mask, static_cast<unsigned>(key >> 32));
-    const unsigned lo =
-        __reduce_max_sync(mask, static_cast<unsigned>(key >> 32) == hi ? static_cast<unsigned>(key) : 0u);
-    return (static_cast<unsigned long long>(hi) << 32) | lo;
-}
+using lu_small::key_max;
 
 // ---- Register kernel for one panel of the blocked path --------------------------------------
 
-/// One block per matrix of blockDim.x threads (a multiple of 32, <= MAXT), thread t holding row
-/// j0 + t: rows j0 .. n-1 and columns j0 .. j0+w-1 (w <= NC) are factored with the interchanges
-/// deferred (every row keeps its position in LAPACK's order, ties to the smallest), the pivot
-/// searched per warp and then over the warps' candidates. `swaps` receives, per matrix, at
-/// [0, w) the source row of each final position j0 + i and at [64, 64 + w) the final position
-/// of each row j0 + i; info is only lowered from 0.
+/// Where the panel of matrix b is, for lu_small::register_panel: rows j0 .. n-1 and columns
+/// j0 .. j0+w-1 of every matrix. The interchanges go to `swaps`, per matrix: at [0, w) the source
+/// row of each final position j0 + i and at [64, 64 + w) the final position of each row j0 + i;
+/// info is only lowered from 0.
+template <class T>
+struct FixedPanel {
+    T* const* A;
+    int lda, n, j0, w;
+    int* ipiv;
+    int* info;
+    int* swaps;
+    int count;
+    __device__ bool active(int b) const { return b < count; }
+    __device__ T* origin(int b) const { return A[b] + j0 + static_cast<std::size_t>(j0) * lda; }
+    __device__ int ld(int) const { return lda; }
+    __device__ int rows(int) const { return n - j0; }
+    __device__ int width(int) const { return w; }
+    __device__ int first(int) const { return j0; }
+    __device__ void pivot(int b, int row, int value) const { ipiv[static_cast<std::size_t>(b) * n + row] = value; }
+    __device__ void fail(int b, int column) const {
+        if (info[b] == 0) info[b] = column;
+    }
+    __device__ void placed(int b, int t, int pos, int m, int width, int first) const {
+        int* sw = swaps + static_cast<std::size_t>(b) * kSwapStride;
+        if (t < m && pos < width) sw[pos] = first + t;
+        if (t < width) sw[64 + t] = first + pos;
+    }
+};
+
 template <class T, int NC, int MAXT>
-__global__ void __launch_bounds__(MAXT)
-    lu_panel_kernel(T* const* A, int lda, int n, int j0, int w, int* ipiv, int* info, int* swaps, int count) {
-    using V = typename lu_small::Vec16<T>::type;
-    constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
-    static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
-    constexpr int kSlots = MAXT / 32;
-    __shared__ __align__(16) T srow[2][kSlots][NC];
-    __shared__ unsigned long long skey[2][kSlots];
-    __shared__ int spos[2][kSlots];
-
-    const int b = blockIdx.x;
-    if (b >= count) return;
-    const int t = threadIdx.x, lane = t & 31, slot = t / 32;
-    T* Ab = A[b];
-    const int m = n - j0;
-    T a[NC];
-#pragma unroll
-    for (int c = 0; c < NC; ++c) a[c] = (t < m && c < w) ? Ab[(j0 + t) + static_cast<std::size_t>(j0 + c) * lda] : T(0);
-    int pos = t;
-    int linfo = 0;
-#pragma unroll
-    for (int j = 0; j < NC; ++j) {
-        if (j >= w) break;
-        const int par = j & 1;
-        const bool cand = t < m && pos >= j;
-        const unsigned long long key = cand ? pivot_key(a[j]) : 0ull;
-        const unsigned long long kmax = group_max(kFullMask, key);
-        const bool top = cand && key == kmax;
-        const unsigned ppos = __reduce_min_sync(kFullMask, top ? static_cast<unsigned>(pos) : kNoPos);
-        const bool winner = top && static_cast<unsigned>(pos) == ppos;
-        if (winner || (kmax == 0ull && lane == 0)) {  // a warp without candidates says so
-            skey[par][slot] = kmax;
-            spos[par][slot] = winner ? pos : INT_MAX;
-        }
-        if (winner) {
-            lu_small::store_row(a, j, srow[par][slot]);
-        }
-        __syncthreads();
-        // Every warp reduces the warps' candidates at once, one per lane.
-        const bool has = lane < static_cast<int>(blockDim.x / 32);
-        const unsigned long long k = has ? skey[par][lane] : 0ull;
-        const unsigned long long kbest = group_max(kFullMask, k);
-        const bool best = has && k == kbest;
-        const unsigned pbest = __reduce_min_sync(kFullMask, best ? static_cast<unsigned>(spos[par][lane]) : kNoPos);
-        const int bs = __ffs(__ballot_sync(kFullMask, best && static_cast<unsigned>(spos[par][lane]) == pbest)) - 1;
-        const int bp = static_cast<int>(pbest);  // the winning slot and the pivot's position
-        const T piv = srow[par][bs][j];
-        if (winner && bs == slot) {
-            pos = j;
-        } else if (pos == j) {
-            pos = bp;
-        }
-        if (t == 0) ipiv[static_cast<std::size_t>(b) * n + j0 + j] = j0 + bp + 1;
-        if (piv == T(0) && linfo == 0) linfo = j0 + j + 1;
-        if (t < m && pos > j) {
-            const T l = multiplier(a[j], piv);
-            a[j] = l;
-#pragma unroll
-            for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
-                const V v = *reinterpret_cast<const V*>(&srow[par][bs][c]);
-                const T* e = reinterpret_cast<const T*>(&v);
-#pragma unroll
-                for (int q = 0; q < kV; ++q)
-                    if (c + q > j) a[c + q] -= l * e[q];
-            }
-        }
-    }
-
-    if (t < m) {
-#pragma unroll
-        for (int c = 0; c < NC; ++c)
-            if (c < w) Ab[(j0 + pos) + static_cast<std::size_t>(j0 + c) * lda] = a[c];
-    }
-    int* sw = swaps + static_cast<std::size_t>(b) * kSwapStride;
-    if (t < m && pos < w) sw[pos] = j0 + t;
-    if (t < w) sw[64 + t] = j0 + pos;
-    if (t == 0 && linfo != 0 && info[b] == 0) info[b] = linfo;
+__global__ void __launch_bounds__(MAXT) lu_panel_kernel(FixedPanel<T> panel) {
+    lu_small::register_panel<T, NC, MAXT>(panel);
 }
 
 /// The composed interchanges of pivots piv[0 .. w) (global, 1-based, rows j0 ..), w <= 64, in
-/// the swaps format (see lu_panel_kernel); run by one thread.
+/// the swaps format (see FixedPanel); run by one thread.
 __device__ inline void panel_permutation(const int* piv, int j0, int w, int* sw) {
     int content[64], out_pos[64], out_content[64];
     int nout = 0;
@@ -201,7 +143,7 @@ __global__ void __launch_bounds__(kGlobalPanelThreads)
                 br = r;
             }
         }
-        const unsigned long long kmax = group_max(kFullMask, bk);
+        const unsigned long long kmax = key_max(kFullMask, bk);
         const bool top = bk != 0ull && bk == kmax;
         const unsigned rmin = __reduce_min_sync(kFullMask, top ? static_cast<unsigned>(br) : kNoPos);
         if (lane == 0) {
@@ -451,7 +393,8 @@ struct Blocked {
         const int m = n - j0;
         if (m <= kTuning.register_panel_rows) {
             const int threads = detail::ceil_div(m, 32) * 32;
-            lu_panel_kernel<T, 32, 512><<<count, threads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv, info, sw, count);
+            lu_panel_kernel<T, 32, 512>
+                <<<count, threads, 0, launch.stream>>>(FixedPanel<T>{A, lda, n, j0, w, ipiv, info, sw, count});
         } else {
             lu_global_panel_kernel<T><<<count, kGlobalPanelThreads, 0, launch.stream>>>(A, lda, n, j0, w, ipiv,
                                                                                          info, sw);

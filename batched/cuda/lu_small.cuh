@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cfloat>
+#include <climits>
 #include <cstddef>
 
 #include "batched/cuda/common.cuh"
@@ -343,6 +344,104 @@ void launch_whole(cudaStream_t stream, const Batch& batch, int count) {
     const int needed = detail::ceil_div(count, MAXT / SUB);
     lu_whole_kernel<T, NC, SUB, MAXT, MINB, Batch><<<needed < resident ? needed : resident, MAXT, 0, stream>>>(batch, count);
     detail::check_launch("getrf (register kernel)");
+}
+
+// ---- Panels of the blocked paths (getrf.cu, vgetrf.cu) ----------------------------------------
+
+/// Max of a 64-bit key over the lanes of `mask` (two reductions).
+__device__ inline unsigned long long key_max(unsigned mask, unsigned long long key) {
+    const unsigned hi = __reduce_max_sync(mask, static_cast<unsigned>(key >> 32));
+    const unsigned lo =
+        __reduce_max_sync(mask, static_cast<unsigned>(key >> 32) == hi ? static_cast<unsigned>(key) : 0u);
+    return (static_cast<unsigned long long>(hi) << 32) | lo;
+}
+
+/// The register panel of the blocked LU, for one matrix per block of blockDim.x threads (a
+/// multiple of 32, <= MAXT): thread t holds row t of the panel (its m rows and w <= NC columns,
+/// from the panel's top-left corner p, leading dimension ld). The panel is factored with the
+/// interchanges deferred (every row keeps its position in LAPACK's order, ties to the smallest),
+/// the pivot searched per warp and then over the warps' candidates, one block barrier per column,
+/// and written back with its rows in their final places. The Panel policy says whether matrix b
+/// has a panel (`active`) and where it is (`origin`, `ld`, `rows`, `width`, `first`: its first
+/// row and column in the matrix; a fixed-size policy answers from the kernel's parameters, so
+/// that they take no registers), and takes the pivots (`pivot`, 1-based, global rows), the first
+/// zero pivot's column (`fail`) and, from every thread, its row's final position (`placed`: the
+/// interchanges the caller applies to the other columns).
+template <class T, int NC, int MAXT, class Panel>
+__device__ __forceinline__ void register_panel(const Panel& pn) {
+    using V = typename Vec16<T>::type;
+    constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
+    static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
+    constexpr int kSlots = MAXT / 32;
+    __shared__ __align__(16) T srow[2][kSlots][NC];
+    __shared__ unsigned long long skey[2][kSlots];
+    __shared__ int spos[2][kSlots];
+
+    const int b = blockIdx.x;
+    if (!pn.active(b)) return;  // uniform over the block
+    T* const p = pn.origin(b);
+    const int ld = pn.ld(b), m = pn.rows(b), w = pn.width(b), j0 = pn.first(b);
+    const int t = threadIdx.x, lane = t & 31, slot = t / 32;
+    T a[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) a[c] = (t < m && c < w) ? p[t + static_cast<std::size_t>(c) * ld] : T(0);
+    int pos = t;
+    int linfo = 0;
+#pragma unroll
+    for (int j = 0; j < NC; ++j) {
+        if (j >= w) break;
+        const int par = j & 1;
+        const bool cand = t < m && pos >= j;
+        const unsigned long long key = cand ? pivot_key(a[j]) : 0ull;
+        const unsigned long long kmax = key_max(kFullMask, key);
+        const bool top = cand && key == kmax;
+        const unsigned ppos = __reduce_min_sync(kFullMask, top ? static_cast<unsigned>(pos) : kNoPos);
+        const bool winner = top && static_cast<unsigned>(pos) == ppos;
+        if (winner || (kmax == 0ull && lane == 0)) {  // a warp without candidates says so
+            skey[par][slot] = kmax;
+            spos[par][slot] = winner ? pos : INT_MAX;
+        }
+        if (winner) {
+            store_row(a, j, srow[par][slot]);
+        }
+        __syncthreads();
+        // Every warp reduces the warps' candidates at once, one per lane.
+        const bool has = lane < static_cast<int>(blockDim.x / 32);
+        const unsigned long long k = has ? skey[par][lane] : 0ull;
+        const unsigned long long kbest = key_max(kFullMask, k);
+        const bool best = has && k == kbest;
+        const unsigned pbest = __reduce_min_sync(kFullMask, best ? static_cast<unsigned>(spos[par][lane]) : kNoPos);
+        const int bs = __ffs(__ballot_sync(kFullMask, best && static_cast<unsigned>(spos[par][lane]) == pbest)) - 1;
+        const int bp = static_cast<int>(pbest);  // the winning slot and the pivot's position
+        const T piv = srow[par][bs][j];
+        if (winner && bs == slot) {
+            pos = j;
+        } else if (pos == j) {
+            pos = bp;
+        }
+        if (t == 0) pn.pivot(b, j0 + j, j0 + bp + 1);
+        if (piv == T(0) && linfo == 0) linfo = j0 + j + 1;
+        if (t < m && pos > j) {
+            const T l = multiplier(a[j], piv);
+            a[j] = l;
+#pragma unroll
+            for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
+                const V v = *reinterpret_cast<const V*>(&srow[par][bs][c]);
+                const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+                for (int q = 0; q < kV; ++q)
+                    if (c + q > j) a[c + q] -= l * e[q];
+            }
+        }
+    }
+
+    if (t < m) {
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+            if (c < w) p[pos + static_cast<std::size_t>(c) * ld] = a[c];
+    }
+    if (t == 0 && linfo != 0) pn.fail(b, linfo);
+    pn.placed(b, t, pos, m, w, j0);
 }
 
 // ---- Orders 17 to 32: a warp per matrix --------------------------------------------------------

@@ -9,13 +9,14 @@
 //
 // Larger nmax: vgetrf is right-looking by steps of kVBlock = 32 columns. At step s, for every matrix whose
 // factorization is at column block c0 (w = min(32, n - c0) columns):
-// - panel kernel, one thread block per matrix (32 to 256 threads, as the tallest panel of the
-//   step needs): the panel A(c0:n, c0:c0+w) is factored with
-//   partial pivoting, column by column (block-wide pivot search, the pivot row swapped across
-//   the panel's columns, scaling and rank-1 update of the rest of the panel). The panel is
-//   staged in shared memory when the tallest panel of the step fits in kTuning.smem_panel_bytes,
-//   else it is factored in place in global memory (the same code with another pointer and
-//   leading dimension). The panel's interchanges are folded into one list of (source row,
+// - panel kernel, one thread block per matrix: the panel A(c0:n, c0:c0+w) is factored with
+//   partial pivoting. When the step's tallest panel has at most 512 rows (always up to NMAX
+//   512), by the fixed-size getrf's register panel (lu_small::register_panel, each matrix at
+//   its own column block through VarPanel): a thread per row holding it in registers, the
+//   interchanges deferred, the pivot searched per warp and then over the warps, one block
+//   barrier per column. Taller panels: in global memory, column by column (block-wide pivot
+//   search, the pivot row swapped across the panel's columns, scaling and rank-1 update of the
+//   rest of the panel). Either way the panel's interchanges become one list of (source row,
 //   destination row) pairs, at most 2w, written to the workspace.
 // - swap kernel, one thread block per (matrix, 32 columns): the list is applied to the columns
 //   right of the panel, every row at once (gather into shared memory, scatter back), and there
@@ -53,15 +54,16 @@ constexpr int K = kVBlock;
 constexpr int LK = K + 1;  // leading dimension of a K x K tile in shared memory
 
 struct VGetrfTuning {
-    int panel_threads;     // threads of the panel kernel for panels taller than 128 rows
-    int smem_panel_bytes;  // panels up to this size are factored in shared memory
+    int register_panel_rows;  // panels up to this tall: the register panel (a thread per row)
+    int panel_threads;     // threads of the global-memory panel kernel (taller panels)
     int swap_threads;      // threads of the swap kernel (warps of 32 rows x swap_cols columns)
     int swap_cols;         // columns per warp of the swap kernel's triangular solve
     int tile;              // rows and columns of an update tile
     int update_threads;    // threads of the update kernel (tile/4 x tile/4)
     int solve_cols;        // right-hand sides per warp of vgetrs
 };
-constexpr VGetrfTuning kTuning{256, 96 * 1024, 128, 8, 64, 256, 4};
+constexpr VGetrfTuning kTuning{512, 256, 128, 8, 64, 256, 4};
+static_assert(kTuning.register_panel_rows <= 512, "vgetrf_reg_panel_kernel's blocks hold 512 rows");
 static_assert(kTuning.swap_threads / 32 * kTuning.swap_cols == K, "the swap kernel covers 32 columns");
 static_assert(kTuning.update_threads * 16 == kTuning.tile * kTuning.tile, "4 x 4 per thread");
 
@@ -109,17 +111,15 @@ __device__ __forceinline__ long long idx(int i, int j, int ld) { return i + stat
 
 // ---- The panel --------------------------------------------------------------------------
 
-/// Factors the panel of matrix blockIdx.x at this step with NT threads (no more than the
-/// tallest panel of the step needs). smem_rows > 0: the panel (at most smem_rows rows) is
-/// staged in dynamic shared memory with that leading dimension.
+/// Factors the panel of matrix blockIdx.x at this step with NT threads, in global memory: the
+/// panels taller than the register panel's 512 rows (vgetrf_reg_panel_kernel below).
 template <class T, int NT>
 __global__ void __launch_bounds__(NT)
     vgetrf_panel_kernel(T* const* A, const int* n, const int* lda, int* const* ipiv, int* info, int* swaps, Schedule s,
-                        int nmax, int step, int smem_rows) {
+                        int nmax, int step) {
     const int b = blockIdx.x;
     int nb = 0, c0 = 0;
     if (!locate(n, b, s, nmax, step, nb, c0)) return;  // uniform over the block
-    extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int kWarps = NT / 32;
     __shared__ unsigned long long sKey[kWarps];
     __shared__ int sRow[kWarps];
@@ -127,24 +127,14 @@ __global__ void __launch_bounds__(NT)
     __shared__ int sCount;
     const int m = nb - c0, w = min(K, m);
     const int ld = lda[b];
-    T* a = A[b] + idx(c0, c0, ld);
+    T* const p = A[b] + idx(c0, c0, ld);
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-
-    T* p = a;
-    int ldp = ld;
-    if (smem_rows > 0) {
-        p = reinterpret_cast<T*>(smem_raw);
-        ldp = smem_rows;
-        for (int j = 0; j < w; ++j)
-            for (int i = tid; i < m; i += NT) p[idx(i, j, ldp)] = a[idx(i, j, ld)];
-        __syncthreads();
-    }
 
     int linfo = 0;
     for (int j = 0; j < w; ++j) {
         unsigned long long key = 0;
         int row = INT_MAX;
-        for (int i = j + tid; i < m; i += NT) better(key, row, pivot_key(p[idx(i, j, ldp)]), i);
+        for (int i = j + tid; i < m; i += NT) better(key, row, pivot_key(p[idx(i, j, ld)]), i);
 #pragma unroll
         for (int off = 16; off > 0; off /= 2) {
             const unsigned long long k2 = __shfl_down_sync(0xffffffffu, key, off);
@@ -161,28 +151,25 @@ __global__ void __launch_bounds__(NT)
 #pragma unroll
         for (int v = 1; v < kWarps; ++v) better(key, row, sKey[v], sRow[v]);
         const int pr = row;  // j <= pr < m: row j itself is a candidate
-        const T piv = p[idx(pr, j, ldp)];
+        const T piv = p[idx(pr, j, ld)];
         if (piv == T(0) && linfo == 0) linfo = c0 + j + 1;
         __syncthreads();  // every thread has read the pivot before the rows move
         if (pr != j)
             for (int c = tid; c < w; c += NT) {
-                const T t = p[idx(j, c, ldp)];
-                p[idx(j, c, ldp)] = p[idx(pr, c, ldp)];
-                p[idx(pr, c, ldp)] = t;
+                const T t = p[idx(j, c, ld)];
+                p[idx(j, c, ld)] = p[idx(pr, c, ld)];
+                p[idx(pr, c, ld)] = t;
             }
         if (tid == 0) sPiv[j] = pr;
         __syncthreads();
         for (int i = j + 1 + tid; i < m; i += NT) {
-            const T l = multiplier(p[idx(i, j, ldp)], piv);
-            p[idx(i, j, ldp)] = l;
-            for (int c = j + 1; c < w; ++c) p[idx(i, c, ldp)] -= l * p[idx(j, c, ldp)];
+            const T l = multiplier(p[idx(i, j, ld)], piv);
+            p[idx(i, j, ld)] = l;
+            for (int c = j + 1; c < w; ++c) p[idx(i, c, ld)] -= l * p[idx(j, c, ld)];
         }
         __syncthreads();
     }
 
-    if (smem_rows > 0)
-        for (int j = 0; j < w; ++j)
-            for (int i = tid; i < m; i += NT) a[idx(i, j, ld)] = p[idx(i, j, ldp)];
     for (int t = tid; t < w; t += NT) ipiv[b][c0 + t] = c0 + sPiv[t] + 1;
     if (tid == 0) {
         if (linfo != 0 && info[b] == 0) info[b] = linfo;
@@ -220,6 +207,57 @@ __global__ void __launch_bounds__(NT)
     }
     __syncthreads();
     if (tid == 0) swaps[static_cast<long long>(b) * kSwapStride] = sCount;
+}
+
+/// Where matrix b's panel is at this step, for lu_small::register_panel (panels of at most 512
+/// rows): rows c0 .. n[b]-1 and columns c0 .. c0+w-1 of the column block the matrix is at. The
+/// rows the deferred interchanges moved go to the swap list as vgetrf_panel_kernel writes it (the
+/// number of moved rows, then their sources and their destinations, relative to c0).
+template <class T>
+struct VarPanel {
+    T* const* A;
+    const int* n;
+    const int* lda;
+    int* const* ipiv;
+    int* info;
+    int* swaps;
+    Schedule s;
+    int nmax, step;
+    __device__ int column(int b) const {  // c0, or -1 when matrix b is not at this step
+        int nb = 0, c0 = 0;
+        return locate(n, b, s, nmax, step, nb, c0) ? c0 : -1;
+    }
+    __device__ bool active(int b) const { return column(b) >= 0; }
+    __device__ int first(int b) const { return column(b); }
+    __device__ int ld(int b) const { return lda[b]; }
+    __device__ T* origin(int b) const { return A[b] + idx(first(b), first(b), lda[b]); }
+    __device__ int rows(int b) const { return n[b] - first(b); }
+    __device__ int width(int b) const { return min(K, rows(b)); }
+    __device__ void pivot(int b, int row, int value) const { ipiv[b][row] = value; }
+    __device__ void fail(int b, int column) const {
+        if (info[b] == 0) info[b] = column;
+    }
+    __device__ void placed(int b, int t, int pos, int m, int, int) const {
+        __shared__ int count;
+        if (t == 0) count = 0;
+        __syncthreads();
+        int* list = swaps + static_cast<long long>(b) * kSwapStride;
+        if (t < m && pos != t) {
+            const int k = atomicAdd(&count, 1);
+            list[1 + k] = t;
+            list[1 + 2 * K + k] = pos;
+        }
+        __syncthreads();
+        if (t == 0) list[0] = count;
+    }
+};
+
+/// The panel by registers, one row per thread (lu_small::register_panel: a block barrier per
+/// column where vgetrf_panel_kernel has three, rows kept in registers and their interchanges
+/// deferred), for steps whose tallest panel has at most 512 rows.
+template <class T>
+__global__ void __launch_bounds__(512) vgetrf_reg_panel_kernel(VarPanel<T> panel) {
+    lu_small::register_panel<T, K, 512>(panel);
 }
 
 // ---- Interchanges outside the panel, and U12 ----------------------------------------------
@@ -544,18 +582,6 @@ void launch_vgetrs(cudaStream_t stream, const T* const* A, const int* n, const i
 }
 
 /// The panel kernel with NT threads; allows more than 48 KiB of dynamic shared memory first.
-template <class T, int NT>
-void launch_panel(cudaStream_t stream, std::size_t dyn, int limit, T* const* A, const int* n, const int* lda,
-                  int* const* ipiv, int* info, int* swaps, Schedule s, int nmax, int step, int smem_rows, int count) {
-    if (dyn > 48 * 1024)
-        detail::check(
-            cudaFuncSetAttribute(vgetrf_panel_kernel<T, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit),
-            "vgetrf panel shared memory");
-    vgetrf_panel_kernel<T, NT>
-        <<<static_cast<unsigned>(count), NT, dyn, stream>>>(A, n, lda, ipiv, info, swaps, s, nmax, step, smem_rows);
-    detail::check_launch("vgetrf panel kernel");
-}
-
 /// The most rows a panel has at `step`: the largest order under ssde; under dsse a matrix
 /// with `left` steps to go has at most 32 * left rows from its current column block on.
 int panel_rows(Schedule s, int nmax, int step) {
@@ -585,28 +611,22 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
     detail::check(cudaGetDevice(&device), "vgetrf device");
     detail::check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                   "vgetrf shared memory limit");
-    const int limit = std::min(kTuning.smem_panel_bytes, optin - 1024);
     // The interchanges on the columns left of each step's panel are applied once at the end when
     // the final kernel's shared memory fits (else by the swap kernel at every step).
     const std::size_t left_bytes = left_ints_bytes(nmax) + sizeof(T) * static_cast<std::size_t>(nmax) * (kLeftThreads / 32);
     const bool defer_left = left_bytes <= static_cast<std::size_t>(optin - 1024);
     for (int step = 0; step < steps; ++step) {
         const int rows = panel_rows(schedule, nmax, step);
-        const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(rows) * K;
-        const int smem_rows = bytes <= static_cast<std::size_t>(limit) ? rows : 0;
-        const std::size_t dyn = smem_rows > 0 ? bytes : 0;
-        if (rows <= 32)
-            launch_panel<T, 32>(launch.stream, dyn, limit, A, n, lda, ipiv, info, swaps, schedule, nmax, step,
-                                smem_rows, count);
-        else if (rows <= 64)
-            launch_panel<T, 64>(launch.stream, dyn, limit, A, n, lda, ipiv, info, swaps, schedule, nmax, step,
-                                smem_rows, count);
-        else if (rows <= 128)
-            launch_panel<T, 128>(launch.stream, dyn, limit, A, n, lda, ipiv, info, swaps, schedule, nmax, step,
-                                 smem_rows, count);
-        else
-            launch_panel<T, kPanelThreads>(launch.stream, dyn, limit, A, n, lda, ipiv, info, swaps, schedule, nmax,
-                                           step, smem_rows, count);
+        if (rows <= kTuning.register_panel_rows) {
+            vgetrf_reg_panel_kernel<T><<<static_cast<unsigned>(count), detail::ceil_div(rows, 32) * 32, 0, launch.stream>>>(
+                VarPanel<T>{A, n, lda, ipiv, info, swaps, schedule, nmax, step});
+            detail::check_launch("vgetrf register panel kernel");
+        } else {
+            vgetrf_panel_kernel<T, kPanelThreads>
+                <<<static_cast<unsigned>(count), kPanelThreads, 0, launch.stream>>>(A, n, lda, ipiv, info, swaps, schedule,
+                                                                                   nmax, step);
+            detail::check_launch("vgetrf panel kernel");
+        }
         // Interchanges reach every column of a matrix, left of the panel too: any matrix at this
         // step may have nmax columns (under dsse as well).
         const dim3 sgrid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(nmax, K)));
