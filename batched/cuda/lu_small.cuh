@@ -158,6 +158,25 @@ struct Pair2<float> {
     using type = float2;
 };
 
+/// Column j of a row under the pivot piv: a[j] becomes the row's multiplier and the entries on
+/// its right lose it times the pivot row `prow` (16-byte aligned, in shared memory).
+template <class T, int NC>
+__device__ __forceinline__ void eliminate(T (&a)[NC], int j, T piv, const T* prow) {
+    using V = typename Vec16<T>::type;
+    constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
+    static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
+    const T l = multiplier(a[j], piv);
+    a[j] = l;
+#pragma unroll
+    for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
+        const V v = *reinterpret_cast<const V*>(&prow[c]);
+        const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+        for (int q = 0; q < kV; ++q)
+            if (c + q > j) a[c + q] -= l * e[q];
+    }
+}
+
 using detail::cp_async;
 using detail::cp_async_commit;
 using detail::cp_async_wait_all;
@@ -210,9 +229,6 @@ __device__ __forceinline__ unsigned group_min(unsigned x) {
 template <class T, int NC, int SUB, int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int count) {
     static_assert(SUB >= 4 && SUB < 32 && (SUB & (SUB - 1)) == 0 && NC <= SUB, "a lane per row");
-    using V = typename Vec16<T>::type;
-    constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
-    static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
     constexpr int kGroups = MAXT / SUB;
     constexpr int kPerWarp = 32 / SUB;
     __shared__ __align__(16) T stage[MAXT * NC];
@@ -304,18 +320,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
                 }
                 if (t == j) my_piv = bp + 1;
                 if (piv == T(0) && linfo == 0) linfo = j + 1;
-                if (t < n && pos > j) {
-                    const T l = multiplier(a[j], piv);
-                    a[j] = l;
-#pragma unroll
-                    for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
-                        const V v = *reinterpret_cast<const V*>(&srow[par][group][c]);
-                        const T* e = reinterpret_cast<const T*>(&v);
-#pragma unroll
-                        for (int q = 0; q < kV; ++q)
-                            if (c + q > j) a[c + q] -= l * e[q];
-                    }
-                }
+                if (t < n && pos > j) eliminate(a, j, piv, srow[par][group]);
             }
         }
 
@@ -369,9 +374,6 @@ __device__ inline unsigned long long key_max(unsigned mask, unsigned long long k
 /// interchanges the caller applies to the other columns).
 template <class T, int NC, int MAXT, class Panel>
 __device__ __forceinline__ void register_panel(const Panel& pn) {
-    using V = typename Vec16<T>::type;
-    constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
-    static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
     constexpr int kSlots = MAXT / 32;
     __shared__ __align__(16) T srow[2][kSlots][NC];
     __shared__ unsigned long long skey[2][kSlots];
@@ -421,18 +423,7 @@ __device__ __forceinline__ void register_panel(const Panel& pn) {
         }
         if (t == 0) pn.pivot(b, j0 + j, j0 + bp + 1);
         if (piv == T(0) && linfo == 0) linfo = j0 + j + 1;
-        if (t < m && pos > j) {
-            const T l = multiplier(a[j], piv);
-            a[j] = l;
-#pragma unroll
-            for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
-                const V v = *reinterpret_cast<const V*>(&srow[par][bs][c]);
-                const T* e = reinterpret_cast<const T*>(&v);
-#pragma unroll
-                for (int q = 0; q < kV; ++q)
-                    if (c + q > j) a[c + q] -= l * e[q];
-            }
-        }
+        if (t < m && pos > j) eliminate(a, j, piv, srow[par][bs]);
     }
 
     if (t < m) {
