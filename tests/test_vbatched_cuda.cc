@@ -406,6 +406,71 @@ TYPED_TEST(VBatchedLuCuda, EveryOrderAndSmallCounts) {
     ASSERT_TRUE(this->sync());
 }
 
+/// ||P A x - L (U x)||_1 / (n ||A||_1 ||x||_1 eps) for x uniform in [-1, 1): a residual of the
+/// factor F of A (pivots ipiv, 1-based) in O(n^2), no larger than the matrix residual
+/// ||PA - LU||_1 / (n ||A||_1 eps).
+template <class T>
+double lu_vector_residual(const HostMatrix<T>& A, const HostMatrix<T>& F, const std::vector<int>& ipiv,
+                          std::uint64_t seed) {
+    const int n = A.n;
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<double> x(n), ax(n, 0.0), ux(n, 0.0), lux(n, 0.0);
+    for (double& v : x) v = u(rng);
+    double anorm = 0.0, xnorm = 0.0;
+    for (int j = 0; j < n; ++j) {
+        double col = 0.0;
+        for (int i = 0; i < n; ++i) {
+            ax[i] += static_cast<double>(A(i, j)) * x[j];
+            col += std::abs(static_cast<double>(A(i, j)));
+            if (i <= j) ux[i] += static_cast<double>(F(i, j)) * x[j];
+        }
+        anorm = std::max(anorm, col);
+        xnorm += std::abs(x[j]);
+    }
+    for (int j = 0; j < n; ++j) {
+        lux[j] += ux[j];
+        for (int i = j + 1; i < n; ++i) lux[i] += static_cast<double>(F(i, j)) * ux[j];
+    }
+    for (int i = 0; i < n; ++i) std::swap(ax[i], ax[ipiv[i] - 1]);
+    double rnorm = 0.0;
+    for (int i = 0; i < n; ++i) rnorm += std::abs(ax[i] - lux[i]);
+    return rnorm / (n * anorm * xnorm * ScalarTraits<T>::eps);
+}
+
+// An order so large that the interchanges left of each panel cannot wait for the end (the final
+// kernel's shared memory, 2 n ints and 8 columns of n, does not fit): they are applied at every
+// step. The large matrix: info 0, pivots in range, the vector residual below 30; the small ones
+// of the batch as everywhere; SSDE and DSSE bitwise equal.
+TYPED_TEST(VBatchedLuCuda, HugeOrderInterchangesLeftStepByStep) {
+    using T = TypeParam;
+    int device = 0, optin = 0;
+    ASSERT_TRUE(cuda_ok(cudaGetDevice(&device)));
+    ASSERT_TRUE(cuda_ok(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device)));
+    const int big = optin / static_cast<int>(8 * sizeof(T)) + 33;  // 8 columns of it alone pass the limit
+    SCOPED_TRACE(::testing::Message() << "order " << big << " (shared memory per block up to " << optin << " bytes)");
+    const std::vector<int> sizes{70, big, 33, 0, 1};
+    const auto c = make_lu_case<T>(sizes, false, this->seed());
+    const auto r1 = this->run_vgetrf(c.A, bc::Schedule::ssde);
+    const auto r2 = this->run_vgetrf(c.A, bc::Schedule::dsse);
+    for (const auto* r : {&r1, &r2}) {
+        for (int b : {0, 2, 3, 4}) {  // the large one apart, below (check_lu_matrix's residual is O(n^3))
+            const auto v = check_lu_matrix(c, *r, b, false);
+            EXPECT_TRUE(v.failures.empty()) << "matrix " << b << ": " << (v.failures.empty() ? "" : v.failures[0]);
+        }
+        EXPECT_EQ(r->info[1], 0);
+        bool in_range = true;
+        for (int i = 0; i < big; ++i) in_range = in_range && r->ipiv[1][i] >= i + 1 && r->ipiv[1][i] <= big;
+        ASSERT_TRUE(in_range) << "a pivot of the large matrix out of range";
+        EXPECT_EQ(non_nan_in_padding(r->F[1]), 0) << "the large matrix's padding was written";
+        EXPECT_PRED_FORMAT1(ResidualPasses, lu_vector_residual(c.A[1], r->F[1], r->ipiv[1], this->seed() + 1));
+    }
+    EXPECT_EQ(r1.ipiv, r2.ipiv);
+    for (int b = 0; b < 5; ++b)
+        EXPECT_EQ(std::memcmp(r1.F[b].ptr(), r2.F[b].ptr(), r1.F[b].data.size() * sizeof(T)), 0)
+            << "matrix " << b << ": SSDE and DSSE factors differ";
+}
+
 // A NaN in one matrix: no hang, its pivots in range and its info in [0, n]; every other matrix
 // exact (info, pivots, residual).
 TYPED_TEST(VBatchedLuCuda, NanInOneMatrix) {

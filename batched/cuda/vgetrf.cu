@@ -18,16 +18,18 @@
 //   search, the pivot row swapped across the panel's columns, scaling and rank-1 update of the
 //   rest of the panel). Either way the panel's interchanges become one list of (source row,
 //   destination row) pairs, at most 2w, written to the workspace.
-// - swap kernel, one thread block per (matrix, 32 columns): the list is applied to the columns
-//   right of the panel, every row at once (gather into shared memory, scatter back), and there
-//   U12 = L11^{-1} A12 (lane r holds row r, shuffles). The columns left of the panel get the
-//   interchanges of every later step at the end, in one pass per matrix (left swaps kernel;
-//   when its shared memory, 2 nmax ints and 8 columns of nmax, does not fit, the swap kernel
-//   applies them at every step instead): in column-major storage a row interchange touches one
-//   element per column, a sector each, and applying them step by step on the left cost
-//   about as much as on the right.
-// - update kernel, one thread block per (matrix, 64 x 64 tile of the trailing matrix):
-//   A22 -= A21 U12 with k = w, both operands staged in shared memory, 4 x 4 per thread.
+// - stripe kernel, one thread block per (matrix, 64 columns right of the panel): the list is
+//   applied to the block's columns, every row at once (gather into shared memory, scatter
+//   back); there U12 = L11^{-1} A12 (lane r holds row r, shuffles), kept in shared memory; then
+//   A22 -= A21 U12 on the stripe by 64 x 64 tiles (A21's tile staged in shared memory, 4 x 4 per
+//   thread). One block doing the three in turn reads the stripe from memory once per step: the
+//   moved rows are read again from cache by the update. (Until 2026-11-29 a swap kernel per 32
+//   columns, U12 included, and an update kernel per 64 x 64 tile did it in two passes.)
+// - the columns left of the panel get the interchanges of every later step at the end, in one
+//   pass per matrix (left swaps kernel; when its shared memory, 2 nmax ints and 8 columns of
+//   nmax, does not fit, a small kernel applies them at every step instead): in column-major
+//   storage a row interchange touches one element per column, a sector each, and applying them
+//   step by step on the left cost about as much as on the right.
 // Blocks of matrices that are not at this step, or have no rows or columns there, return at
 // once. A zero pivot sets info (the first one: steps and columns go in order) and the
 // factorization goes on, as LAPACK's.
@@ -56,22 +58,23 @@ constexpr int LK = K + 1;  // leading dimension of a K x K tile in shared memory
 struct VGetrfTuning {
     int register_panel_rows;  // panels up to this tall: the register panel (a thread per row)
     int panel_threads;     // threads of the global-memory panel kernel (taller panels)
-    int swap_threads;      // threads of the swap kernel (warps of 32 rows x swap_cols columns)
-    int swap_cols;         // columns per warp of the swap kernel's triangular solve
-    int tile;              // rows and columns of an update tile
-    int update_threads;    // threads of the update kernel (tile/4 x tile/4)
+    int tile;              // columns of a stripe right of the panel, rows of its update tiles
+    int update_threads;    // threads of the stripe kernel (tile/4 x tile/4 in the update)
+    int left_step_threads; // threads of the per-step interchanges left of the panel (huge nmax)
     int solve_cols;        // right-hand sides per warp of vgetrs
 };
-constexpr VGetrfTuning kTuning{512, 256, 128, 8, 64, 256, 4};
+constexpr VGetrfTuning kTuning{512, 256, 64, 256, 128, 4};
 static_assert(kTuning.register_panel_rows <= 512, "vgetrf_reg_panel_kernel's blocks hold 512 rows");
-static_assert(kTuning.swap_threads / 32 * kTuning.swap_cols == K, "the swap kernel covers 32 columns");
 static_assert(kTuning.update_threads * 16 == kTuning.tile * kTuning.tile, "4 x 4 per thread");
+static_assert(kTuning.tile % K == 0 && kTuning.tile % (kTuning.update_threads / 32) == 0,
+              "a stripe is whole K-column halves and whole columns per warp in its solve");
 
 constexpr int kPanelThreads = kTuning.panel_threads;
-constexpr int kSwapThreads = kTuning.swap_threads;
-constexpr int kSwapCols = kTuning.swap_cols;
 constexpr int kTile = kTuning.tile;
 constexpr int kUpdateThreads = kTuning.update_threads;
+constexpr int kStripeCols = kTile / (kUpdateThreads / 32);  // columns per warp of the stripe's solve
+constexpr int kStripeBlocksPerSm = 4;  // registers bounded for 4 stripe blocks per SM (as the update kernel had)
+constexpr int kSwapThreads = kTuning.left_step_threads;
 constexpr int kSolveCols = kTuning.solve_cols;
 constexpr int kLeftThreads = 256;  // threads of the final interchanges on L
 
@@ -260,75 +263,6 @@ __global__ void __launch_bounds__(512) vgetrf_reg_panel_kernel(VarPanel<T> panel
     lu_small::register_panel<T, K, 512>(panel);
 }
 
-// ---- Interchanges outside the panel, and U12 ----------------------------------------------
-
-/// left: also the columns left of the panel (else they are left to vgetrf_left_swaps_kernel).
-template <class T>
-__global__ void __launch_bounds__(kSwapThreads) vgetrf_swap_kernel(T* const* A, const int* n, const int* lda,
-                                                                  const int* swaps, Schedule s, int nmax, int step,
-                                                                  bool left) {
-    const int b = blockIdx.x;
-    int nb = 0, c0 = 0;
-    if (!locate(n, b, s, nmax, step, nb, c0)) return;
-    const int col0 = static_cast<int>(blockIdx.y) * K;
-    if (col0 == c0 || col0 >= nb) return;  // the panel itself, or past the matrix
-    if (col0 < c0 && !left) return;
-    const int nc = min(K, nb - col0);
-    const int w = min(K, nb - c0);
-    const int ld = lda[b];
-    T* a = A[b];
-    __shared__ T sV[2 * K * LK];
-    __shared__ int sSrc[2 * K], sDst[2 * K];
-    const int tid = threadIdx.x;
-    const int* list = swaps + static_cast<long long>(b) * kSwapStride;
-    const int cnt = list[0];
-    for (int k = tid; k < cnt; k += kSwapThreads) {
-        sSrc[k] = c0 + list[1 + k];
-        sDst[k] = c0 + list[1 + 2 * K + k];
-    }
-    __syncthreads();
-    for (int e = tid; e < cnt * nc; e += kSwapThreads) {
-        const int k = e % cnt, c = e / cnt;
-        sV[k + c * 2 * K] = a[idx(sSrc[k], col0 + c, ld)];
-    }
-    __syncthreads();
-    for (int e = tid; e < cnt * nc; e += kSwapThreads) {
-        const int k = e % cnt, c = e / cnt;
-        a[idx(sDst[k], col0 + c, ld)] = sV[k + c * 2 * K];
-    }
-    if (col0 < c0) return;  // left of the panel: interchanges only (uniform over the block)
-    __syncthreads();        // the moved rows are read back below by other threads
-
-    // U12 = L11^{-1} A12: warp v solves columns v * kSwapCols .., lane r holds row r.
-    T* sL = sV;  // L11, unit lower, K x K with leading dimension LK
-    for (int e = tid; e < K * K; e += kSwapThreads) {
-        const int i = e % K, j = e / K;
-        sL[i + j * LK] = (i < w && j < w && i > j) ? a[idx(c0 + i, c0 + j, ld)] : T(0);
-    }
-    __syncthreads();
-    const int r = tid % 32, v = tid / 32;
-    T x[kSwapCols];
-#pragma unroll
-    for (int c = 0; c < kSwapCols; ++c) {
-        const int cc = v * kSwapCols + c;
-        x[c] = (r < w && cc < nc) ? a[idx(c0 + r, col0 + cc, ld)] : T(0);
-    }
-#pragma unroll
-    for (int j = 0; j < K; ++j) {
-        const T lrj = sL[r + j * LK];
-#pragma unroll
-        for (int c = 0; c < kSwapCols; ++c) {
-            const T xj = __shfl_sync(0xffffffffu, x[c], j);
-            if (r > j) x[c] -= lrj * xj;
-        }
-    }
-#pragma unroll
-    for (int c = 0; c < kSwapCols; ++c) {
-        const int cc = v * kSwapCols + c;
-        if (r < w && cc < nc) a[idx(c0 + r, col0 + cc, ld)] = x[c];
-    }
-}
-
 // ---- Interchanges of later steps on the columns of L, at the end ---------------------------
 
 /// One block of kLeftThreads threads per matrix: from the second-to-last column block back,
@@ -378,63 +312,154 @@ __global__ void __launch_bounds__(kLeftThreads)
     }
 }
 
-// ---- The trailing update ------------------------------------------------------------------
+// ---- Interchanges left of the panel, step by step (huge nmax only) ------------------------
 
-/// A22 -= A21 U12 on tile (blockIdx.y, blockIdx.z) of matrix blockIdx.x's trailing matrix.
+/// The panel's interchanges on the columns left of it, block (b, y) on columns y*K .. y*K+K-1:
+/// only when vgetrf_left_swaps_kernel's shared memory does not fit (nmax in the thousands), which
+/// otherwise applies the interchanges of every step to those columns once, at the end.
 template <class T>
-__global__ void __launch_bounds__(kUpdateThreads)
-    vgetrf_update_kernel(T* const* A, const int* n, const int* lda, Schedule s, int nmax, int step) {
+__global__ void __launch_bounds__(kSwapThreads) vgetrf_left_step_kernel(T* const* A, const int* n, const int* lda,
+                                                                       const int* swaps, Schedule s, int nmax,
+                                                                       int step) {
     const int b = blockIdx.x;
     int nb = 0, c0 = 0;
     if (!locate(n, b, s, nmax, step, nb, c0)) return;
-    const int t0 = c0 + K;  // the trailing matrix starts there (empty on the last step)
-    const int i0 = t0 + static_cast<int>(blockIdx.y) * kTile, j0 = t0 + static_cast<int>(blockIdx.z) * kTile;
-    if (i0 >= nb || j0 >= nb) return;
-    const int mr = min(kTile, nb - i0), mc = min(kTile, nb - j0);
+    const int col0 = static_cast<int>(blockIdx.y) * K;
+    if (col0 >= c0) return;  // the panel and the columns right of it: the other kernels
+    __shared__ T sV[2 * K * K];
+    __shared__ int sSrc[2 * K], sDst[2 * K];
     const int ld = lda[b];
     T* a = A[b];
-    __shared__ T sA[K * (kTile + 1)];  // sA[i + l * (kTile + 1)] = A21(i0 + i, l)
-    __shared__ T sB[K * (kTile + 1)];  // sB[j + l * (kTile + 1)] = U12(l, j0 + j)
-    constexpr int LT = kTile + 1;
-    const int tid = threadIdx.x;
-    for (int e = tid; e < kTile * K; e += kUpdateThreads) {
-        const int i = e % kTile, l = e / kTile;
-        sA[i + l * LT] = i < mr ? a[idx(i0 + i, c0 + l, ld)] : T(0);
-    }
-    for (int e = tid; e < kTile * K; e += kUpdateThreads) {
-        const int l = e % K, j = e / K;
-        sB[j + l * LT] = j < mc ? a[idx(c0 + l, j0 + j, ld)] : T(0);
+    const int* list = swaps + static_cast<long long>(b) * kSwapStride;
+    const int cnt = list[0];
+    for (int k = threadIdx.x; k < cnt; k += kSwapThreads) {
+        sSrc[k] = c0 + list[1 + k];
+        sDst[k] = c0 + list[1 + 2 * K + k];
     }
     __syncthreads();
+    for (int e = threadIdx.x; e < cnt * K; e += kSwapThreads) sV[e] = a[idx(sSrc[e % cnt], col0 + e / cnt, ld)];
+    __syncthreads();
+    for (int e = threadIdx.x; e < cnt * K; e += kSwapThreads) a[idx(sDst[e % cnt], col0 + e / cnt, ld)] = sV[e];
+}
+
+// ---- Right of the panel: interchanges, U12 and the trailing update, by column stripes -------
+
+/// Block (b, y) owns the kTile columns j0 = c0 + K + y * kTile .. of matrix b's trailing matrix,
+/// every row of them from c0 down, and does the step's three things to them in turn: the panel's
+/// interchanges (every moved row read into shared memory, then written to its place, by halves of
+/// K columns); U12 = L11^{-1} A12 (warp v solves kStripeCols columns, lane r holds row r,
+/// shuffles); then A22 -= A21 U12 by row tiles of kTile (A21's tile and U12 in shared memory,
+/// 4 x 4 per thread). Nothing of the stripe leaves the block between the three: the moved rows'
+/// sectors are read again from cache by the update, and U12 is not read back from memory.
+template <class T>
+__global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
+    vgetrf_stripe_kernel(T* const* A, const int* n, const int* lda, const int* swaps, Schedule s, int nmax,
+                         int step) {
+    const int b = blockIdx.x;
+    int nb = 0, c0 = 0;
+    if (!locate(n, b, s, nmax, step, nb, c0)) return;
+    const int t0 = c0 + K;  // the trailing matrix starts there
+    const int j0 = t0 + static_cast<int>(blockIdx.y) * kTile;
+    if (j0 >= nb) return;  // also every block of a matrix at its last (or only partial) panel
+    // From here nb > c0 + K: the panel has all K columns and U12 all K rows.
+    const int nc = min(kTile, nb - j0);
+    const int ld = lda[b];
+    T* a = A[b];
+    constexpr int LT = kTile + 1;
+    constexpr int LL = K + 1;
+    __shared__ T sA[K * LT];  // the moved rows, then L11 (leading dimension LL), then A21's row tiles
+    __shared__ T sB[K * LT];  // sB[j + l * LT] = U12(l, j0 + j)
+    __shared__ int sSrc[2 * K], sDst[2 * K];
+    static_assert(2 * K * K <= K * LT, "sA holds the moved rows of K columns");
+    const int tid = threadIdx.x;
+
+    const int* list = swaps + static_cast<long long>(b) * kSwapStride;
+    const int cnt = list[0];
+    for (int k = tid; k < cnt; k += kUpdateThreads) {
+        sSrc[k] = c0 + list[1 + k];
+        sDst[k] = c0 + list[1 + 2 * K + k];
+    }
+    __syncthreads();
+    for (int h = 0; h < nc; h += K) {
+        const int hc = min(K, nc - h);
+        for (int e = tid; e < cnt * hc; e += kUpdateThreads) sA[e] = a[idx(sSrc[e % cnt], j0 + h + e / cnt, ld)];
+        __syncthreads();
+        for (int e = tid; e < cnt * hc; e += kUpdateThreads) a[idx(sDst[e % cnt], j0 + h + e / cnt, ld)] = sA[e];
+        __syncthreads();  // the moved rows are read below (and sA reused) by other threads
+    }
+
+    // U12 = L11^{-1} A12 on the stripe.
+    T* sL = sA;  // L11, strictly lower (zero on and above the diagonal)
+    for (int e = tid; e < K * K; e += kUpdateThreads) {
+        const int i = e % K, j = e / K;
+        sL[i + j * LL] = i > j ? a[idx(c0 + i, c0 + j, ld)] : T(0);
+    }
+    __syncthreads();
+    {
+        const int r = tid % 32, v = tid / 32;
+        T x[kStripeCols];
+#pragma unroll
+        for (int c = 0; c < kStripeCols; ++c) {
+            const int cc = v * kStripeCols + c;
+            x[c] = cc < nc ? a[idx(c0 + r, j0 + cc, ld)] : T(0);
+        }
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+            const T lrj = sL[r + j * LL];
+#pragma unroll
+            for (int c = 0; c < kStripeCols; ++c) {
+                const T xj = __shfl_sync(0xffffffffu, x[c], j);
+                if (r > j) x[c] -= lrj * xj;
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < kStripeCols; ++c) {
+            const int cc = v * kStripeCols + c;
+            sB[cc + r * LT] = x[c];  // zero past the stripe's columns
+            if (cc < nc) a[idx(c0 + r, j0 + cc, ld)] = x[c];
+        }
+    }
+    __syncthreads();  // U12 complete, L11 no longer read
+
+    // A22 -= A21 U12, row tile by row tile.
     constexpr int S = kTile / 4;  // threads per dimension
     const int tx = tid % S, ty = tid / S;
-    T acc[4][4];
-#pragma unroll
-    for (int p = 0; p < 4; ++p)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) acc[p][q] = T(0);
-#pragma unroll 8
-    for (int l = 0; l < K; ++l) {
-        T ai[4], bj[4];
-#pragma unroll
-        for (int p = 0; p < 4; ++p) {
-            ai[p] = sA[tx + S * p + l * LT];
-            bj[p] = sB[ty + S * p + l * LT];
+    for (int i0 = t0; i0 < nb; i0 += kTile) {
+        const int mr = min(kTile, nb - i0);
+        for (int e = tid; e < kTile * K; e += kUpdateThreads) {
+            const int i = e % kTile, l = e / kTile;
+            sA[i + l * LT] = i < mr ? a[idx(i0 + i, c0 + l, ld)] : T(0);
         }
+        __syncthreads();
+        T acc[4][4];
 #pragma unroll
         for (int p = 0; p < 4; ++p)
 #pragma unroll
-            for (int q = 0; q < 4; ++q) acc[p][q] += ai[p] * bj[q];
-    }
+            for (int q = 0; q < 4; ++q) acc[p][q] = T(0);
+#pragma unroll 8
+        for (int l = 0; l < K; ++l) {
+            T ai[4], bj[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int j = ty + S * q;
-        if (j >= mc) continue;
+            for (int p = 0; p < 4; ++p) {
+                ai[p] = sA[tx + S * p + l * LT];
+                bj[p] = sB[ty + S * p + l * LT];
+            }
 #pragma unroll
-        for (int p = 0; p < 4; ++p) {
-            const int i = tx + S * p;
-            if (i < mr) a[idx(i0 + i, j0 + j, ld)] -= acc[p][q];
+            for (int p = 0; p < 4; ++p)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) acc[p][q] += ai[p] * bj[q];
         }
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int j = ty + S * q;
+            if (j >= nc) continue;
+#pragma unroll
+            for (int p = 0; p < 4; ++p) {
+                const int i = tx + S * p;
+                if (i < mr) a[idx(i0 + i, j0 + j, ld)] -= acc[p][q];
+            }
+        }
+        __syncthreads();  // sA is refilled by the next row tile
     }
 }
 
@@ -581,7 +606,6 @@ void launch_vgetrs(cudaStream_t stream, const T* const* A, const int* n, const i
     detail::check_launch("vgetrs kernel");
 }
 
-/// The panel kernel with NT threads; allows more than 48 KiB of dynamic shared memory first.
 /// The most rows a panel has at `step`: the largest order under ssde; under dsse a matrix
 /// with `left` steps to go has at most 32 * left rows from its current column block on.
 int panel_rows(Schedule s, int nmax, int step) {
@@ -612,7 +636,7 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
     detail::check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                   "vgetrf shared memory limit");
     // The interchanges on the columns left of each step's panel are applied once at the end when
-    // the final kernel's shared memory fits (else by the swap kernel at every step).
+    // the final kernel's shared memory fits (else at every step).
     const std::size_t left_bytes = left_ints_bytes(nmax) + sizeof(T) * static_cast<std::size_t>(nmax) * (kLeftThreads / 32);
     const bool defer_left = left_bytes <= static_cast<std::size_t>(optin - 1024);
     for (int step = 0; step < steps; ++step) {
@@ -627,20 +651,19 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
                                                                                    nmax, step);
             detail::check_launch("vgetrf panel kernel");
         }
-        // Interchanges reach every column of a matrix, left of the panel too: any matrix at this
-        // step may have nmax columns (under dsse as well).
-        const dim3 sgrid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(nmax, K)));
-        if (sgrid.y > 1) {
-            vgetrf_swap_kernel<T>
-                <<<sgrid, kSwapThreads, 0, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step, !defer_left);
-            detail::check_launch("vgetrf swap kernel");
+        // Left of the panel (a matrix at this step has at most `step` column blocks there), only
+        // when they are not deferred to the end.
+        if (!defer_left && step > 0) {
+            const dim3 lgrid(static_cast<unsigned>(count), static_cast<unsigned>(step));
+            vgetrf_left_step_kernel<T><<<lgrid, kSwapThreads, 0, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
+            detail::check_launch("vgetrf left interchanges step kernel");
         }
+        // Right of it: interchanges, U12 and the update, by stripes of the tallest trailing matrix.
         const int trailing = rows - K;
         if (trailing <= 0) continue;
-        const unsigned tiles = static_cast<unsigned>(detail::ceil_div(trailing, kTile));
-        const dim3 ugrid(static_cast<unsigned>(count), tiles, tiles);
-        vgetrf_update_kernel<T><<<ugrid, kUpdateThreads, 0, launch.stream>>>(A, n, lda, schedule, nmax, step);
-        detail::check_launch("vgetrf update kernel");
+        const dim3 grid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(trailing, kTile)));
+        vgetrf_stripe_kernel<T><<<grid, kUpdateThreads, 0, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
+        detail::check_launch("vgetrf stripe kernel");
     }
     if (defer_left && steps > 1) {
         if (left_bytes > 48 * 1024)
