@@ -23,8 +23,10 @@
 //   back); there U12 = L11^{-1} A12 (lane r holds row r, shuffles), kept in shared memory; then
 //   A22 -= A21 U12 on the stripe by 64 x 64 tiles (A21's tile staged in shared memory, 4 x 4 per
 //   thread). One block doing the three in turn reads the stripe from memory once per step: the
-//   moved rows are read again from cache by the update. (Until 2026-11-29 a swap kernel per 32
-//   columns, U12 included, and an update kernel per 64 x 64 tile did it in two passes.)
+//   moved rows are read again from cache by the update. L11 and A21's first row tile are copied
+//   (cp.async) while the interchanges run, each next row tile while the current one is
+//   multiplied. (Until 2026-11-29 a swap kernel per 32 columns, U12 included, and an update
+//   kernel per 64 x 64 tile did it in two passes.)
 // - the columns left of the panel get the interchanges of every later step at the end, in one
 //   pass per matrix (left swaps kernel; when its shared memory, 2 nmax ints and 8 columns of
 //   nmax, does not fit, a small kernel applies them at every step instead): in column-major
@@ -81,6 +83,12 @@ constexpr int kLeftThreads = 256;  // threads of the final interchanges on L
 /// Bytes of the final interchange kernel's index arrays (2 nmax ints, rounded up to 16).
 __host__ __device__ constexpr std::size_t left_ints_bytes(int nmax) {
     return (2 * static_cast<std::size_t>(nmax) * sizeof(int) + 15) / 16 * 16;
+}
+
+/// Bytes of the stripe kernel's dynamic shared memory: two row tiles of A21 and U12.
+template <class T>
+constexpr std::size_t stripe_smem_bytes() {
+    return 3 * sizeof(T) * static_cast<std::size_t>(K) * (kTile + 1);
 }
 
 /// Per matrix in the workspace: the number of moved rows, then 2K sources, then 2K
@@ -351,6 +359,10 @@ __global__ void __launch_bounds__(kSwapThreads) vgetrf_left_step_kernel(T* const
 /// shuffles); then A22 -= A21 U12 by row tiles of kTile (A21's tile and U12 in shared memory,
 /// 4 x 4 per thread). Nothing of the stripe leaves the block between the three: the moved rows'
 /// sectors are read again from cache by the update, and U12 is not read back from memory.
+/// The copies that do not depend on the interchanges go ahead of them, by cp.async: L11 (into
+/// the U12 buffer, which holds it until the solve is done) and A21's first row tile at the
+/// start, each next row tile while the current one is multiplied.
+/// Dynamic shared memory: stripe_smem_bytes<T>() (two A21 tiles and U12).
 template <class T>
 __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
     vgetrf_stripe_kernel(T* const* A, const int* n, const int* lda, const int* swaps, Schedule s, int nmax,
@@ -367,11 +379,31 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
     T* a = A[b];
     constexpr int LT = kTile + 1;
     constexpr int LL = K + 1;
-    __shared__ T sA[K * LT];  // the moved rows, then L11 (leading dimension LL), then A21's row tiles
-    __shared__ T sB[K * LT];  // sB[j + l * LT] = U12(l, j0 + j)
+    extern __shared__ __align__(16) unsigned char stripe_smem[];
+    T* const sP = reinterpret_cast<T*>(stripe_smem);  // two A21 tiles: buffer q at sP + q * K * LT
+    T* const sB = sP + 2 * K * LT;  // L11 (leading dimension LL) until the solve is done, then U12:
+                             // sB[j + l * LT] = U12(l, j0 + j)
     __shared__ int sSrc[2 * K], sDst[2 * K];
-    static_assert(2 * K * K <= K * LT, "sA holds the moved rows of K columns");
+    static_assert(2 * K * K <= K * LT, "a tile buffer holds the moved rows of K columns");
+    static_assert(K * LL <= K * LT, "the U12 buffer holds L11");
     const int tid = threadIdx.x;
+
+    // A21's row tile starting at row i0 into buffer buf (rows past the matrix zero).
+    auto fetch_tile = [&](int i0, int buf) {
+        const int mr = min(kTile, nb - i0);
+        T* dst = sP + buf * K * LT;
+        for (int e = tid; e < kTile * K; e += kUpdateThreads) {
+            const int i = e % kTile, l = e / kTile;
+            if (i < mr)
+                detail::cp_async(dst + i + l * LT, a + idx(i0 + i, c0 + l, ld));
+            else
+                dst[i + l * LT] = T(0);
+        }
+    };
+    for (int e = tid; e < K * K; e += kUpdateThreads)  // L11 (only its strictly lower part is read)
+        detail::cp_async(sB + e % K + e / K * LL, a + idx(c0 + e % K, c0 + e / K, ld));
+    fetch_tile(t0, 0);
+    detail::cp_async_commit();
 
     const int* list = swaps + static_cast<long long>(b) * kSwapStride;
     const int cnt = list[0];
@@ -380,21 +412,16 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
         sDst[k] = c0 + list[1 + 2 * K + k];
     }
     __syncthreads();
+    T* sV = sP + K * LT;  // the moved rows, by halves of K columns
     for (int h = 0; h < nc; h += K) {
         const int hc = min(K, nc - h);
-        for (int e = tid; e < cnt * hc; e += kUpdateThreads) sA[e] = a[idx(sSrc[e % cnt], j0 + h + e / cnt, ld)];
+        for (int e = tid; e < cnt * hc; e += kUpdateThreads) sV[e] = a[idx(sSrc[e % cnt], j0 + h + e / cnt, ld)];
         __syncthreads();
-        for (int e = tid; e < cnt * hc; e += kUpdateThreads) a[idx(sDst[e % cnt], j0 + h + e / cnt, ld)] = sA[e];
-        __syncthreads();  // the moved rows are read below (and sA reused) by other threads
+        for (int e = tid; e < cnt * hc; e += kUpdateThreads) a[idx(sDst[e % cnt], j0 + h + e / cnt, ld)] = sV[e];
+        __syncthreads();  // the moved rows are read below (and sV reused) by other threads
     }
 
     // U12 = L11^{-1} A12 on the stripe.
-    T* sL = sA;  // L11, strictly lower (zero on and above the diagonal)
-    for (int e = tid; e < K * K; e += kUpdateThreads) {
-        const int i = e % K, j = e / K;
-        sL[i + j * LL] = i > j ? a[idx(c0 + i, c0 + j, ld)] : T(0);
-    }
-    __syncthreads();
     {
         const int r = tid % 32, v = tid / 32;
         T x[kStripeCols];
@@ -403,15 +430,18 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
             const int cc = v * kStripeCols + c;
             x[c] = cc < nc ? a[idx(c0 + r, j0 + cc, ld)] : T(0);
         }
+        detail::cp_async_wait_all();
+        __syncthreads();  // L11 and A21's first tile are in
 #pragma unroll
         for (int j = 0; j < K; ++j) {
-            const T lrj = sL[r + j * LL];
+            const T lrj = sB[r + j * LL];
 #pragma unroll
             for (int c = 0; c < kStripeCols; ++c) {
                 const T xj = __shfl_sync(0xffffffffu, x[c], j);
                 if (r > j) x[c] -= lrj * xj;
             }
         }
+        __syncthreads();  // every warp is done with L11
 #pragma unroll
         for (int c = 0; c < kStripeCols; ++c) {
             const int cc = v * kStripeCols + c;
@@ -419,29 +449,28 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
             if (cc < nc) a[idx(c0 + r, j0 + cc, ld)] = x[c];
         }
     }
-    __syncthreads();  // U12 complete, L11 no longer read
 
-    // A22 -= A21 U12, row tile by row tile.
+    // A22 -= A21 U12, row tile by row tile, the next tile's copy in flight during each.
     constexpr int S = kTile / 4;  // threads per dimension
     const int tx = tid % S, ty = tid / S;
-    for (int i0 = t0; i0 < nb; i0 += kTile) {
+    int buf = 0;
+    for (int i0 = t0; i0 < nb; i0 += kTile, buf ^= 1) {
         const int mr = min(kTile, nb - i0);
-        for (int e = tid; e < kTile * K; e += kUpdateThreads) {
-            const int i = e % kTile, l = e / kTile;
-            sA[i + l * LT] = i < mr ? a[idx(i0 + i, c0 + l, ld)] : T(0);
-        }
-        __syncthreads();
+        __syncthreads();  // U12 (first tile) and this tile are visible; the other buffer is free
+        if (i0 + kTile < nb) fetch_tile(i0 + kTile, buf ^ 1);
+        detail::cp_async_commit();
         T acc[4][4];
 #pragma unroll
         for (int p = 0; p < 4; ++p)
 #pragma unroll
             for (int q = 0; q < 4; ++q) acc[p][q] = T(0);
+        const T* tA = sP + buf * K * LT;
 #pragma unroll 8
         for (int l = 0; l < K; ++l) {
             T ai[4], bj[4];
 #pragma unroll
             for (int p = 0; p < 4; ++p) {
-                ai[p] = sA[tx + S * p + l * LT];
+                ai[p] = tA[tx + S * p + l * LT];
                 bj[p] = sB[ty + S * p + l * LT];
             }
 #pragma unroll
@@ -459,7 +488,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
                 if (i < mr) a[idx(i0 + i, j0 + j, ld)] -= acc[p][q];
             }
         }
-        __syncthreads();  // sA is refilled by the next row tile
+        detail::cp_async_wait_all();  // the next tile (made visible by the next iteration's barrier)
     }
 }
 
@@ -639,6 +668,8 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
     // the final kernel's shared memory fits (else at every step).
     const std::size_t left_bytes = left_ints_bytes(nmax) + sizeof(T) * static_cast<std::size_t>(nmax) * (kLeftThreads / 32);
     const bool defer_left = left_bytes <= static_cast<std::size_t>(optin - 1024);
+    const std::size_t stripe_bytes = stripe_smem_bytes<T>();
+    if (stripe_bytes > 48 * 1024) detail::opt_in_shared(vgetrf_stripe_kernel<T>, "vgetrf stripe kernel shared memory");
     for (int step = 0; step < steps; ++step) {
         const int rows = panel_rows(schedule, nmax, step);
         if (rows <= kTuning.register_panel_rows) {
@@ -662,7 +693,8 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
         const int trailing = rows - K;
         if (trailing <= 0) continue;
         const dim3 grid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(trailing, kTile)));
-        vgetrf_stripe_kernel<T><<<grid, kUpdateThreads, 0, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
+        vgetrf_stripe_kernel<T>
+            <<<grid, kUpdateThreads, stripe_bytes, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
         detail::check_launch("vgetrf stripe kernel");
     }
     if (defer_left && steps > 1) {
