@@ -59,11 +59,11 @@ constexpr int LK = K + 1;  // leading dimension of a K x K tile in shared memory
 
 struct VGetrfTuning {
     int register_panel_rows;  // panels up to this tall: the register panel (a thread per row)
-    int panel_threads;     // threads of the global-memory panel kernel (taller panels)
-    int tile;              // columns of a stripe right of the panel, rows of its update tiles
-    int update_threads;    // threads of the stripe kernel (tile/4 x tile/4 in the update)
-    int left_step_threads; // threads of the per-step interchanges left of the panel (huge nmax)
-    int solve_cols;        // right-hand sides per warp of vgetrs
+    int panel_threads;        // threads of the global-memory panel kernel (taller panels)
+    int tile;                 // columns of a stripe right of the panel, rows of its update tiles
+    int update_threads;       // threads of the stripe kernel (tile/4 x tile/4 in the update)
+    int left_step_threads;    // threads of the per-step interchanges left of the panel (huge nmax)
+    int solve_cols;           // right-hand sides per warp of vgetrs
 };
 constexpr VGetrfTuning kTuning{512, 256, 64, 256, 128, 4};
 static_assert(kTuning.register_panel_rows <= 512, "vgetrf_reg_panel_kernel's blocks hold 512 rows");
@@ -76,7 +76,7 @@ constexpr int kTile = kTuning.tile;
 constexpr int kUpdateThreads = kTuning.update_threads;
 constexpr int kStripeCols = kTile / (kUpdateThreads / 32);  // columns per warp of the stripe's solve
 constexpr int kStripeBlocksPerSm = 4;  // registers bounded for 4 stripe blocks per SM (as the update kernel had)
-constexpr int kSwapThreads = kTuning.left_step_threads;
+constexpr int kLeftStepThreads = kTuning.left_step_threads;
 constexpr int kSolveCols = kTuning.solve_cols;
 constexpr int kLeftThreads = 256;  // threads of the final interchanges on L
 
@@ -125,9 +125,8 @@ __device__ __forceinline__ long long idx(int i, int j, int ld) { return i + stat
 /// Factors the panel of matrix blockIdx.x at this step with NT threads, in global memory: the
 /// panels taller than the register panel's 512 rows (vgetrf_reg_panel_kernel below).
 template <class T, int NT>
-__global__ void __launch_bounds__(NT)
-    vgetrf_panel_kernel(T* const* A, const int* n, const int* lda, int* const* ipiv, int* info, int* swaps, Schedule s,
-                        int nmax, int step) {
+__global__ void __launch_bounds__(NT) vgetrf_panel_kernel(T* const* A, const int* n, const int* lda, int* const* ipiv,
+                                                          int* info, int* swaps, Schedule s, int nmax, int step) {
     const int b = blockIdx.x;
     int nb = 0, c0 = 0;
     if (!locate(n, b, s, nmax, step, nb, c0)) return;  // uniform over the block
@@ -326,9 +325,9 @@ __global__ void __launch_bounds__(kLeftThreads)
 /// only when vgetrf_left_swaps_kernel's shared memory does not fit (nmax in the thousands), which
 /// otherwise applies the interchanges of every step to those columns once, at the end.
 template <class T>
-__global__ void __launch_bounds__(kSwapThreads) vgetrf_left_step_kernel(T* const* A, const int* n, const int* lda,
-                                                                       const int* swaps, Schedule s, int nmax,
-                                                                       int step) {
+__global__ void __launch_bounds__(kLeftStepThreads)
+    vgetrf_left_step_kernel(T* const* A, const int* n, const int* lda, const int* swaps, Schedule s, int nmax,
+                            int step) {
     const int b = blockIdx.x;
     int nb = 0, c0 = 0;
     if (!locate(n, b, s, nmax, step, nb, c0)) return;
@@ -340,14 +339,14 @@ __global__ void __launch_bounds__(kSwapThreads) vgetrf_left_step_kernel(T* const
     T* a = A[b];
     const int* list = swaps + static_cast<long long>(b) * kSwapStride;
     const int cnt = list[0];
-    for (int k = threadIdx.x; k < cnt; k += kSwapThreads) {
+    for (int k = threadIdx.x; k < cnt; k += kLeftStepThreads) {
         sSrc[k] = c0 + list[1 + k];
         sDst[k] = c0 + list[1 + 2 * K + k];
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < cnt * K; e += kSwapThreads) sV[e] = a[idx(sSrc[e % cnt], col0 + e / cnt, ld)];
+    for (int e = threadIdx.x; e < cnt * K; e += kLeftStepThreads) sV[e] = a[idx(sSrc[e % cnt], col0 + e / cnt, ld)];
     __syncthreads();
-    for (int e = threadIdx.x; e < cnt * K; e += kSwapThreads) a[idx(sDst[e % cnt], col0 + e / cnt, ld)] = sV[e];
+    for (int e = threadIdx.x; e < cnt * K; e += kLeftStepThreads) a[idx(sDst[e % cnt], col0 + e / cnt, ld)] = sV[e];
 }
 
 // ---- Right of the panel: interchanges, U12 and the trailing update, by column stripes -------
@@ -365,8 +364,7 @@ __global__ void __launch_bounds__(kSwapThreads) vgetrf_left_step_kernel(T* const
 /// Dynamic shared memory: stripe_smem_bytes<T>() (two A21 tiles and U12).
 template <class T>
 __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
-    vgetrf_stripe_kernel(T* const* A, const int* n, const int* lda, const int* swaps, Schedule s, int nmax,
-                         int step) {
+    vgetrf_stripe_kernel(T* const* A, const int* n, const int* lda, const int* swaps, Schedule s, int nmax, int step) {
     const int b = blockIdx.x;
     int nb = 0, c0 = 0;
     if (!locate(n, b, s, nmax, step, nb, c0)) return;
@@ -378,14 +376,14 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
     const int ld = lda[b];
     T* a = A[b];
     constexpr int LT = kTile + 1;
-    constexpr int LL = K + 1;
     extern __shared__ __align__(16) unsigned char stripe_smem[];
-    T* const sP = reinterpret_cast<T*>(stripe_smem);  // two A21 tiles: buffer q at sP + q * K * LT
-    T* const sB = sP + 2 * K * LT;  // L11 (leading dimension LL) until the solve is done, then U12:
-                             // sB[j + l * LT] = U12(l, j0 + j)
+    // Two A21 tiles (buffer q at sP + q * K * LT), then sB: L11 (leading dimension LK) until the
+    // solve is done, then U12 (sB[j + l * LT] = U12(l, j0 + j)).
+    T* const sP = reinterpret_cast<T*>(stripe_smem);
+    T* const sB = sP + 2 * K * LT;
     __shared__ int sSrc[2 * K], sDst[2 * K];
     static_assert(2 * K * K <= K * LT, "a tile buffer holds the moved rows of K columns");
-    static_assert(K * LL <= K * LT, "the U12 buffer holds L11");
+    static_assert(K * LK <= K * LT, "the U12 buffer holds L11");
     const int tid = threadIdx.x;
 
     // A21's row tile starting at row i0 into buffer buf (rows past the matrix zero).
@@ -401,7 +399,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
         }
     };
     for (int e = tid; e < K * K; e += kUpdateThreads)  // L11 (only its strictly lower part is read)
-        detail::cp_async(sB + e % K + e / K * LL, a + idx(c0 + e % K, c0 + e / K, ld));
+        detail::cp_async(sB + e % K + e / K * LK, a + idx(c0 + e % K, c0 + e / K, ld));
     fetch_tile(t0, 0);
     detail::cp_async_commit();
 
@@ -434,7 +432,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
         __syncthreads();  // L11 and A21's first tile are in
 #pragma unroll
         for (int j = 0; j < K; ++j) {
-            const T lrj = sB[r + j * LL];
+            const T lrj = sB[r + j * LK];
 #pragma unroll
             for (int c = 0; c < kStripeCols; ++c) {
                 const T xj = __shfl_sync(0xffffffffu, x[c], j);
@@ -666,27 +664,29 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
                   "vgetrf shared memory limit");
     // The interchanges on the columns left of each step's panel are applied once at the end when
     // the final kernel's shared memory fits (else at every step).
-    const std::size_t left_bytes = left_ints_bytes(nmax) + sizeof(T) * static_cast<std::size_t>(nmax) * (kLeftThreads / 32);
+    const std::size_t left_bytes =
+        left_ints_bytes(nmax) + sizeof(T) * static_cast<std::size_t>(nmax) * (kLeftThreads / 32);
     const bool defer_left = left_bytes <= static_cast<std::size_t>(optin - 1024);
     const std::size_t stripe_bytes = stripe_smem_bytes<T>();
     if (stripe_bytes > 48 * 1024) detail::opt_in_shared(vgetrf_stripe_kernel<T>, "vgetrf stripe kernel shared memory");
     for (int step = 0; step < steps; ++step) {
         const int rows = panel_rows(schedule, nmax, step);
         if (rows <= kTuning.register_panel_rows) {
-            vgetrf_reg_panel_kernel<T><<<static_cast<unsigned>(count), detail::ceil_div(rows, 32) * 32, 0, launch.stream>>>(
-                VarPanel<T>{A, n, lda, ipiv, info, swaps, schedule, nmax, step});
+            vgetrf_reg_panel_kernel<T>
+                <<<static_cast<unsigned>(count), detail::ceil_div(rows, 32) * 32, 0, launch.stream>>>(
+                    VarPanel<T>{A, n, lda, ipiv, info, swaps, schedule, nmax, step});
             detail::check_launch("vgetrf register panel kernel");
         } else {
-            vgetrf_panel_kernel<T, kPanelThreads>
-                <<<static_cast<unsigned>(count), kPanelThreads, 0, launch.stream>>>(A, n, lda, ipiv, info, swaps, schedule,
-                                                                                   nmax, step);
+            vgetrf_panel_kernel<T, kPanelThreads><<<static_cast<unsigned>(count), kPanelThreads, 0, launch.stream>>>(
+                A, n, lda, ipiv, info, swaps, schedule, nmax, step);
             detail::check_launch("vgetrf panel kernel");
         }
         // Left of the panel (a matrix at this step has at most `step` column blocks there), only
         // when they are not deferred to the end.
         if (!defer_left && step > 0) {
             const dim3 lgrid(static_cast<unsigned>(count), static_cast<unsigned>(step));
-            vgetrf_left_step_kernel<T><<<lgrid, kSwapThreads, 0, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
+            vgetrf_left_step_kernel<T>
+                <<<lgrid, kLeftStepThreads, 0, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
             detail::check_launch("vgetrf left interchanges step kernel");
         }
         // Right of it: interchanges, U12 and the update, by stripes of the tallest trailing matrix.
