@@ -120,6 +120,22 @@ __device__ __forceinline__ bool locate(const int* n, int b, Schedule s, int nmax
 
 __device__ __forceinline__ long long idx(int i, int j, int ld) { return i + static_cast<long long>(j) * ld; }
 
+/// x <- L^{-1} x for a unit lower triangular K x K block L in shared memory (leading dimension
+/// LK; only its strictly lower part is read), NC columns: lane r holds row r of each, row j is
+/// broadcast by a shuffle.
+template <class T, int NC>
+__device__ __forceinline__ void unit_lower_solve(const T* L, T (&x)[NC], int r) {
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        const T lrj = L[r + j * LK];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+            const T xj = __shfl_sync(0xffffffffu, x[c], j);
+            if (r > j) x[c] -= lrj * xj;
+        }
+    }
+}
+
 // ---- The panel --------------------------------------------------------------------------
 
 /// Factors the panel of matrix blockIdx.x at this step with NT threads, in global memory: the
@@ -430,15 +446,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
         }
         detail::cp_async_wait_all();
         __syncthreads();  // L11 and A21's first tile are in
-#pragma unroll
-        for (int j = 0; j < K; ++j) {
-            const T lrj = sB[r + j * LK];
-#pragma unroll
-            for (int c = 0; c < kStripeCols; ++c) {
-                const T xj = __shfl_sync(0xffffffffu, x[c], j);
-                if (r > j) x[c] -= lrj * xj;
-            }
-        }
+        unit_lower_solve(sB, x, r);
         __syncthreads();  // every warp is done with L11
 #pragma unroll
         for (int c = 0; c < kStripeCols; ++c) {
@@ -564,15 +572,7 @@ __global__ void __launch_bounds__(32 * W) vgetrs_kernel(const T* const* A, const
             }
             load_tile(sT, k0, k0, w, w);
             __syncthreads();
-#pragma unroll
-            for (int j = 0; j < K; ++j) {
-                const T lrj = sT[r + j * LK];
-#pragma unroll
-                for (int c = 0; c < kSolveCols; ++c) {
-                    const T yj = __shfl_sync(0xffffffffu, y[c], j);
-                    if (r > j) y[c] -= lrj * yj;
-                }
-            }
+            unit_lower_solve(sT, y, r);
 #pragma unroll
             for (int c = 0; c < kSolveCols; ++c) {
                 const int cc = v * kSolveCols + c;
