@@ -75,7 +75,7 @@ constexpr int kPanelThreads = kTuning.panel_threads;
 constexpr int kTile = kTuning.tile;
 constexpr int kUpdateThreads = kTuning.update_threads;
 constexpr int kStripeCols = kTile / (kUpdateThreads / 32);  // columns per warp of the stripe's solve
-constexpr int kStripeBlocksPerSm = 4;  // registers bounded for 4 stripe blocks per SM (as the update kernel had)
+constexpr int kStripeBlocksPerSm = 4;  // registers bounded (64) for 4 stripe blocks per SM: 3 took 1.5-2x longer
 constexpr int kLeftStepThreads = kTuning.left_step_threads;
 constexpr int kSolveCols = kTuning.solve_cols;
 constexpr int kLeftThreads = 256;  // threads of the final interchanges on L
@@ -335,6 +335,30 @@ __global__ void __launch_bounds__(kLeftThreads)
     }
 }
 
+/// Matrix b's moved rows at this step (the panel's list in the workspace, rows relative to c0)
+/// into src and dst as rows of the matrix, by the block's NT threads; their number. Ends with a
+/// barrier.
+template <int NT>
+__device__ int load_moves(const int* swaps, int b, int c0, int* src, int* dst) {
+    const int* list = swaps + static_cast<long long>(b) * kSwapStride;
+    const int cnt = list[0];
+    for (int k = threadIdx.x; k < cnt; k += NT) {
+        src[k] = c0 + list[1 + k];
+        dst[k] = c0 + list[1 + 2 * K + k];
+    }
+    __syncthreads();
+    return cnt;
+}
+
+/// The moves on columns col .. col+nc-1 of a (nc <= K), by the block's NT threads: every source
+/// row read into buf (cnt x nc), a barrier, then each written to its destination.
+template <class T, int NT>
+__device__ void move_rows(T* a, int ld, const int* src, const int* dst, int cnt, int col, int nc, T* buf) {
+    for (int e = threadIdx.x; e < cnt * nc; e += NT) buf[e] = a[idx(src[e % cnt], col + e / cnt, ld)];
+    __syncthreads();
+    for (int e = threadIdx.x; e < cnt * nc; e += NT) a[idx(dst[e % cnt], col + e / cnt, ld)] = buf[e];
+}
+
 // ---- Interchanges left of the panel, step by step (huge nmax only) ------------------------
 
 /// The panel's interchanges on the columns left of it, block (b, y) on columns y*K .. y*K+K-1:
@@ -353,16 +377,8 @@ __global__ void __launch_bounds__(kLeftStepThreads)
     __shared__ int sSrc[2 * K], sDst[2 * K];
     const int ld = lda[b];
     T* a = A[b];
-    const int* list = swaps + static_cast<long long>(b) * kSwapStride;
-    const int cnt = list[0];
-    for (int k = threadIdx.x; k < cnt; k += kLeftStepThreads) {
-        sSrc[k] = c0 + list[1 + k];
-        sDst[k] = c0 + list[1 + 2 * K + k];
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < cnt * K; e += kLeftStepThreads) sV[e] = a[idx(sSrc[e % cnt], col0 + e / cnt, ld)];
-    __syncthreads();
-    for (int e = threadIdx.x; e < cnt * K; e += kLeftStepThreads) a[idx(sDst[e % cnt], col0 + e / cnt, ld)] = sV[e];
+    const int cnt = load_moves<kLeftStepThreads>(swaps, b, c0, sSrc, sDst);
+    move_rows<T, kLeftStepThreads>(a, ld, sSrc, sDst, cnt, col0, K, sV);
 }
 
 // ---- Right of the panel: interchanges, U12 and the trailing update, by column stripes -------
@@ -419,19 +435,10 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
     fetch_tile(t0, 0);
     detail::cp_async_commit();
 
-    const int* list = swaps + static_cast<long long>(b) * kSwapStride;
-    const int cnt = list[0];
-    for (int k = tid; k < cnt; k += kUpdateThreads) {
-        sSrc[k] = c0 + list[1 + k];
-        sDst[k] = c0 + list[1 + 2 * K + k];
-    }
-    __syncthreads();
+    const int cnt = load_moves<kUpdateThreads>(swaps, b, c0, sSrc, sDst);
     T* sV = sP + K * LT;  // the moved rows, by halves of K columns
     for (int h = 0; h < nc; h += K) {
-        const int hc = min(K, nc - h);
-        for (int e = tid; e < cnt * hc; e += kUpdateThreads) sV[e] = a[idx(sSrc[e % cnt], j0 + h + e / cnt, ld)];
-        __syncthreads();
-        for (int e = tid; e < cnt * hc; e += kUpdateThreads) a[idx(sDst[e % cnt], j0 + h + e / cnt, ld)] = sV[e];
+        move_rows<T, kUpdateThreads>(a, ld, sSrc, sDst, cnt, j0 + h, min(K, nc - h), sV);
         __syncthreads();  // the moved rows are read below (and sV reused) by other threads
     }
 
