@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -204,6 +205,44 @@ TYPED_TEST(VBatchedHost, LuFactorAndSolveAgainstLapack) {
             ASSERT_PRED_FORMAT1(ResidualPasses, solve_residual(A[b], X[b], B[b])) << "matrix " << b;
         }
     }
+}
+
+// The GPU LU tests' pivot check (pivot_difference): agreeing pivots and a departure at an exact
+// tie pass; a departure to a row that is not a tie is named, with its column.
+TEST(VBatchedLuPivotCheck, AcceptsTiesOnly) {
+    const int n = 40;
+    const std::uint64_t seed = fresh_seed();
+    HostMatrix<double> A = random_matrix<double>(n, n, n, seed);
+    for (int i = 0; i < n; ++i) A(i, 0) = 0.25 * (A(i, 0) > 0 ? 1 : -1) * (1 + i % 3) / 8.0;
+    A(5, 0) = -1.0;  // an exact tie in column 0: rows 5 and 17 (LAPACKE takes the first)
+    A(17, 0) = 1.0;
+    HostMatrix<double> L = A;
+    std::vector<int> lpiv(n);
+    ASSERT_EQ(blas::getrf(n, n, L.ptr(), L.ld, lpiv.data()), 0) << "seed " << seed;
+    ASSERT_EQ(lpiv[0], 6);
+    EXPECT_EQ(pivot_difference(L, lpiv, lpiv.data(), n), "");
+    std::vector<int> gpu = lpiv;
+    gpu[0] = 18;  // the other side of the tie, then anything
+    for (int i = 1; i < n; ++i) gpu[i] = i + 1;
+    EXPECT_EQ(pivot_difference(L, lpiv, gpu.data(), n), "") << "seed " << seed;
+    // Later: at column 1 the GPU takes the row that ends where LAPACKE's smallest candidate is.
+    gpu = lpiv;
+    int k = 1, smallest = -1;
+    for (int i = k + 1; i < n; ++i)
+        if (smallest < 0 || std::abs(L(i, k)) < std::abs(L(smallest, k))) smallest = i;
+    ASSERT_LT(std::abs(L(smallest, k)), 0.5) << "seed " << seed;
+    // The row at position `smallest` after LAPACKE's interchanges was, before interchange k, at:
+    int pos = smallest;
+    for (int j = n - 1; j >= k; --j) {
+        const int q = lpiv[j] - 1;
+        if (pos == j)
+            pos = q;
+        else if (pos == q)
+            pos = j;
+    }
+    gpu[k] = pos + 1;
+    const std::string why = pivot_difference(L, lpiv, gpu.data(), n);
+    EXPECT_NE(why.find("pivot of column 1:"), std::string::npos) << why << " (seed " << seed << ")";
 }
 
 // vgetrf and vgetrs: every bad argument named, nothing read or written.

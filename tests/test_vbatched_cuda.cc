@@ -320,8 +320,8 @@ protected:
     VBatchedLuCuda() : VBatchedCudaTest("variable-size batched LU") {}
 
     /// Factors c on the GPU with schedule s; checks every matrix against LAPACKE on a copy:
-    /// info exact, pivots in range and (but for at most 2% of the matrices, near ties rounding
-    /// the other way) equal, then the factor close; residual below 30; padding untouched.
+    /// info exact, pivots in range and equal (or departing first at a near tie, rounded the other
+    /// way: pivot_difference), then the factor close; residual below 30; padding untouched.
     LuResult<T> factor_and_check(const LuCase<T>& c, bc::Schedule s) {
         const int count = static_cast<int>(c.A.size());
         int nmax = 0;
@@ -329,7 +329,6 @@ protected:
         LuResult<T> r = this->run_vgetrf(c.A, s);
         if (count == 0) return r;
         const double eps = ScalarTraits<T>::eps;
-        int pivots_differ = 0;
         BatchReport<T> report(cat(schedule_name(s), ", nmax ", nmax, ", count ", count, ", "), c.A, true);
         for (int b = 0; b < count; ++b) {
             const int nb = c.A[b].n;
@@ -339,8 +338,9 @@ protected:
             const auto& lpiv = v.lpiv;
             const auto& L = v.L;
             if (nb > 0 && !std::equal(lpiv.begin(), lpiv.begin() + nb, r.ipiv[b].begin())) {
-                ++pivots_differ;
-                continue;
+                const std::string why = pivot_difference(L, lpiv, r.ipiv[b].data(), nb);
+                if (!why.empty() && report(b, why)) break;
+                continue;  // a near tie: the factors part ways from there on (the residual is checked)
             }
             const double diff = max_abs_diff(r.F[b], L);
             const double tol = 100.0 * std::max(nb, 1) * eps * std::max(1.0, max_abs(L));
@@ -350,8 +350,6 @@ protected:
                 if (report(b, m.str())) break;
             }
         }
-        EXPECT_LE(pivots_differ, std::max(1, count / 50))
-            << schedule_name(s) << ", nmax " << nmax << ": matrices whose pivots differ from LAPACKE's";
         return r;
     }
 };

@@ -5,11 +5,11 @@
 // 10000 (each group then factors several matrices), lda[b] > n[b], zero pivots planted at
 // count/4, count/2, count-1, a NaN in one matrix next to others in its warp, exact and near
 // ties in the pivot search (ties go to the smallest row index, as LAPACK's idamax). Every info
-// exact, pivots in range and equal to LAPACKE's (but for at most 2% of the matrices, near ties
-// rounding the other way), residual below 30, the factor close to that of a host LU doing the
-// kernel's operations in its order (getf2_reference; bit for bit on the tie cases), padding and
-// the pivots past n[b] untouched; SSDE and DSSE bitwise equal, and equal to the fixed-size getrf
-// on a batch of one order. Every test skips, visibly, without a CUDA device.
+// exact, pivots in range and equal to LAPACKE's (or departing first at a near tie rounded the
+// other way, pivot_difference in vbatched_lu_support.hpp), residual below 30, the factor close to that of a host LU
+// doing the kernel's operations in its order (getf2_reference; bit for bit on the tie cases), padding and the pivots
+// past n[b] untouched; SSDE and DSSE bitwise equal, and equal to the fixed-size getrf on a batch of one order. Every
+// test skips, visibly, without a CUDA device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -74,7 +74,6 @@ protected:
     void check(const LuCase<T>& c, const LuResult<T>& r, const std::string& what) {
         const int count = static_cast<int>(c.A.size());
         const double eps = ScalarTraits<T>::eps;
-        int pivots_differ = 0, reference_differ = 0;
         BatchReport<T> report(cat(what, ", count ", count, ", "), c.A, true);
         for (int b = 0; b < count; ++b) {
             const auto& A = c.A[b];
@@ -83,7 +82,10 @@ protected:
             if (report_all(v.failures, b, report)) return;
             if (!v.compare) continue;
             const auto& lpiv = v.lpiv;
-            if (nb > 0 && !std::equal(lpiv.begin(), lpiv.begin() + nb, r.ipiv[b].begin())) ++pivots_differ;
+            if (nb > 0 && !std::equal(lpiv.begin(), lpiv.begin() + nb, r.ipiv[b].begin())) {
+                const std::string why = pivot_difference(v.L, lpiv, r.ipiv[b].data(), nb);
+                if (!why.empty() && report(b, "against LAPACKE: " + why)) return;
+            }
             // The factor against getf2_reference, the kernel's operations in its order (LAPACKE's
             // recursive getrf2 rounds otherwise, by as much as the matrix's conditioning allows:
             // in float beyond 100 n eps on one matrix in 10000).
@@ -91,7 +93,8 @@ protected:
             std::vector<int> gpiv;
             getf2_reference(G, gpiv);
             if (nb > 0 && !std::equal(gpiv.begin(), gpiv.begin() + nb, r.ipiv[b].begin())) {
-                ++reference_differ;
+                const std::string why = pivot_difference(G, gpiv, r.ipiv[b].data(), nb);
+                if (!why.empty() && report(b, "against getf2_reference: " + why)) return;
                 continue;
             }
             const double diff = max_abs_diff(r.F[b], G);
@@ -102,9 +105,6 @@ protected:
                 if (report(b, m.str())) return;
             }
         }
-        EXPECT_LE(pivots_differ, std::max(1, count / 50)) << what << ": matrices whose pivots differ from LAPACKE's";
-        EXPECT_LE(reference_differ, std::max(1, count / 50))
-            << what << ": matrices whose pivots differ from getf2_reference's";
     }
 
     /// Both schedules, each checked; they must agree bitwise.

@@ -141,4 +141,33 @@ LuMatrixCheck<T> check_lu_matrix(const LuCase<T>& c, const LuResult<T>& r, int b
     return v;
 }
 
+/// Where a GPU factor's pivots first depart from LAPACKE's, whether that is a near tie: the
+/// row the GPU chose at that column k ends, after LAPACKE's interchanges from k on, at some row
+/// p > k of LAPACKE's factor L, and |L(p, k)| (its value over LAPACKE's pivot) must be at least
+/// 1 - 100 n eps. Two orders of the same operations round the column differently, so candidates
+/// equal to rounding may be chosen either way (LAPACKE's recursive getrf2 and our kernels do
+/// not add in the same order); any other difference is a wrong pivot. Empty when the pivots
+/// agree or the difference is such a tie; otherwise what is wrong.
+template <class T>
+std::string pivot_difference(const HostMatrix<T>& L, const std::vector<int>& lpiv, const int* gpu, int n) {
+    int k = 0;
+    while (k < n && lpiv[k] == gpu[k]) ++k;
+    if (k == n) return {};
+    int p = gpu[k] - 1;  // the GPU's pivot row, at its position before LAPACKE's interchange k
+    for (int j = k; j < n; ++j) {
+        const int q = lpiv[j] - 1;
+        if (p == j)
+            p = q;
+        else if (p == q)
+            p = j;
+    }
+    const double ratio = std::abs(static_cast<double>(L(p, k)));
+    const double tol = 100.0 * n * ScalarTraits<T>::eps;
+    if (p > k && ratio >= 1.0 - tol) return {};
+    std::ostringstream m;
+    m << "pivot of column " << k << ": row " << gpu[k] << " where LAPACKE chose row " << lpiv[k]
+      << ", not a near tie (|L(" << p << ", " << k << ")| = " << ratio << " < 1 - " << tol << ")";
+    return m.str();
+}
+
 }  // namespace starfact::test

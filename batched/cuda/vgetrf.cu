@@ -19,14 +19,17 @@
 //   rest of the panel). Either way the panel's interchanges become one list of (source row,
 //   destination row) pairs, at most 2w, written to the workspace.
 // - stripe kernel, one thread block per (matrix, 64 columns right of the panel): the list is
-//   applied to the block's columns, every row at once (gather into shared memory, scatter
-//   back); there U12 = L11^{-1} A12 (lane r holds row r, shuffles), kept in shared memory; then
-//   A22 -= A21 U12 on the stripe by 64 x 64 tiles (A21's tile staged in shared memory, 4 x 4 per
-//   thread). One block doing the three in turn reads the stripe from memory once per step: the
-//   moved rows are read again from cache by the update. L11 and A21's first row tile are copied
-//   (cp.async) while the interchanges run, each next row tile while the current one is
-//   multiplied. (Until 2026-11-29 a swap kernel per 32 columns, U12 included, and an update
-//   kernel per 64 x 64 tile did it in two passes.)
+//   applied to the block's columns, every moved row at once (read into registers, written back
+//   after a barrier; the list read straight from the workspace); there U12 = L11^{-1} A12 (lane
+//   r holds row r, shuffles), kept in shared memory; then A22 -= A21 U12 on the stripe by 64 x 64
+//   tiles, A21's tile staged in shared memory: in double on the FP64 tensor cores (mma.m8n8k4,
+//   the accumulators loaded from A22 and stored back), in float 4 x 4 FMAs per thread. One
+//   block doing the three in turn reads the stripe from memory once per step: A12's rows are
+//   read with the moved rows, before any write, and those that the interchanges replace are
+//   taken from the moved values. L11 and A21's first row tile are copied (cp.async) while the
+//   interchanges run, each next row tile while the current one is multiplied. (Until
+//   2026-11-29 a swap kernel per 32 columns, U12 included, and an update kernel per 64 x 64 tile
+//   did it in two passes; the tensor cores came the same day.)
 // - the columns left of the panel get the interchanges of every later step at the end, in one
 //   pass per matrix (left swaps kernel; when its shared memory, 2 nmax ints and 8 columns of
 //   nmax, does not fit, a small kernel applies them at every step instead): in column-major
@@ -46,6 +49,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <type_traits>
 
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/lu_small.cuh"
@@ -75,7 +79,17 @@ constexpr int kPanelThreads = kTuning.panel_threads;
 constexpr int kTile = kTuning.tile;
 constexpr int kUpdateThreads = kTuning.update_threads;
 constexpr int kStripeCols = kTile / (kUpdateThreads / 32);  // columns per warp of the stripe's solve
-constexpr int kStripeBlocksPerSm = 4;  // registers bounded (64) for 4 stripe blocks per SM: 3 took 1.5-2x longer
+/// Stripe blocks per SM the registers are bounded for (the stripe kernel's second template
+/// argument). Double (the tensor-core update): 3 (80 registers) when NMAX is at most
+/// kStripeTallNmax, else 2 (120 registers), the faster of the two at each NMAX measured (H200,
+/// 2026-11-29: 2 took 10% less at NMAX 512, 4% at 256, 3% more at 128; at 4 the accumulators'
+/// column offsets spilled and it took 20% longer at 512). Float (4 x 4 FMAs per thread): 4 (64
+/// registers; 3 took 1.5-2x longer there).
+template <class T>
+constexpr int stripe_blocks_per_sm(bool tall) {
+    return std::is_same<T, double>::value ? (tall ? 2 : 3) : 4;
+}
+constexpr int kStripeTallNmax = 128;
 constexpr int kLeftStepThreads = kTuning.left_step_threads;
 constexpr int kSolveCols = kTuning.solve_cols;
 constexpr int kLeftThreads = 256;  // threads of the final interchanges on L
@@ -85,10 +99,23 @@ __host__ __device__ constexpr std::size_t left_ints_bytes(int nmax) {
     return (2 * static_cast<std::size_t>(nmax) * sizeof(int) + 15) / 16 * 16;
 }
 
+/// Leading dimension of the stripe kernel's tiles in shared memory (A21's row tiles, stored by
+/// columns, and U12, stored by rows): 4 modulo 16 doubles, so that the 16 lanes of a half warp
+/// reading an mma fragment (8 rows or columns by 4 k) hit 16 different bank pairs.
+constexpr int kStripeLd = kTile + 4;
+
 /// Bytes of the stripe kernel's dynamic shared memory: two row tiles of A21 and U12.
 template <class T>
 constexpr std::size_t stripe_smem_bytes() {
-    return 3 * sizeof(T) * static_cast<std::size_t>(K) * (kTile + 1);
+    return 3 * sizeof(T) * static_cast<std::size_t>(K) * kStripeLd;
+}
+
+/// D = A B + D for one 8 x 8 x 4 product on the FP64 tensor cores (mma.m8n8k4): lane (g, q) =
+/// (lane / 4, lane % 4) holds A(g, q), B(q, g) and D(g, 2q), D(g, 2q + 1).
+__device__ __forceinline__ void dmma_8x8x4(double (&d)[2], double a, double b) {
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+        : "+d"(d[0]), "+d"(d[1])
+        : "d"(a), "d"(b));
 }
 
 /// Per matrix in the workspace: the number of moved rows, then 2K sources, then 2K
@@ -335,28 +362,36 @@ __global__ void __launch_bounds__(kLeftThreads)
     }
 }
 
-/// Matrix b's moved rows at this step (the panel's list in the workspace, rows relative to c0)
-/// into src and dst as rows of the matrix, by the block's NT threads; their number. Ends with a
-/// barrier.
-template <int NT>
-__device__ int load_moves(const int* swaps, int b, int c0, int* src, int* dst) {
+/// The panel's moves of matrix b at this step (its list in the workspace: the count, then the
+/// sources and destinations relative to c0) on columns col .. col+nc-1 of a (nc <= NC), by the
+/// block's NT threads: thread t reads row src[k], k = t % 2K, on columns t / 2K + i NT / 2K into
+/// registers (the list read straight from memory, the count with it), then, after a block
+/// barrier (a row may be both a source and a destination; the caller's own reads issued before
+/// the call are done too), hands each value to land(row, column offset, value), which writes
+/// it somewhere else and returns true, or returns false for the plain write to dst[k].
+template <class T, int NT, int NC, class Land>
+__device__ void move_rows(T* a, int ld, const int* swaps, int b, int c0, int col, int nc, Land&& land) {
+    constexpr int R = 2 * K;  // the most rows a panel's interchanges move
+    static_assert(NT % R == 0 && NC % (NT / R) == 0, "whole columns per thread");
+    constexpr int kStep = NT / R, kPer = NC / kStep;
     const int* list = swaps + static_cast<long long>(b) * kSwapStride;
-    const int cnt = list[0];
-    for (int k = threadIdx.x; k < cnt; k += NT) {
-        src[k] = c0 + list[1 + k];
-        dst[k] = c0 + list[1 + 2 * K + k];
+    const int k = static_cast<int>(threadIdx.x) % R, cg = static_cast<int>(threadIdx.x) / R;
+    const bool mine = k < list[0];
+    const int src = c0 + list[1 + k], dst = c0 + list[1 + 2 * K + k];  // meaningful when mine
+    T v[kPer];
+    if (mine) {
+#pragma unroll
+        for (int i = 0; i < kPer; ++i)
+            if (cg + i * kStep < nc) v[i] = a[idx(src, col + cg + i * kStep, ld)];
     }
     __syncthreads();
-    return cnt;
-}
-
-/// The moves on columns col .. col+nc-1 of a (nc <= K), by the block's NT threads: every source
-/// row read into buf (cnt x nc), a barrier, then each written to its destination.
-template <class T, int NT>
-__device__ void move_rows(T* a, int ld, const int* src, const int* dst, int cnt, int col, int nc, T* buf) {
-    for (int e = threadIdx.x; e < cnt * nc; e += NT) buf[e] = a[idx(src[e % cnt], col + e / cnt, ld)];
-    __syncthreads();
-    for (int e = threadIdx.x; e < cnt * nc; e += NT) a[idx(dst[e % cnt], col + e / cnt, ld)] = buf[e];
+    if (mine) {
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+            const int j = cg + i * kStep;
+            if (j < nc && !land(dst, j, v[i])) a[idx(dst, col + j, ld)] = v[i];
+        }
+    }
 }
 
 // ---- Interchanges left of the panel, step by step (huge nmax only) ------------------------
@@ -373,31 +408,32 @@ __global__ void __launch_bounds__(kLeftStepThreads)
     if (!locate(n, b, s, nmax, step, nb, c0)) return;
     const int col0 = static_cast<int>(blockIdx.y) * K;
     if (col0 >= c0) return;  // the panel and the columns right of it: the other kernels
-    __shared__ T sV[2 * K * K];
-    __shared__ int sSrc[2 * K], sDst[2 * K];
-    const int ld = lda[b];
-    T* a = A[b];
-    const int cnt = load_moves<kLeftStepThreads>(swaps, b, c0, sSrc, sDst);
-    move_rows<T, kLeftStepThreads>(a, ld, sSrc, sDst, cnt, col0, K, sV);
+    move_rows<T, kLeftStepThreads, K>(A[b], lda[b], swaps, b, c0, col0, K, [](int, int, T) { return false; });
 }
 
 // ---- Right of the panel: interchanges, U12 and the trailing update, by column stripes -------
 
 /// Block (b, y) owns the kTile columns j0 = c0 + K + y * kTile .. of matrix b's trailing matrix,
 /// every row of them from c0 down, and does the step's three things to them in turn: the panel's
-/// interchanges (every moved row read into shared memory, then written to its place, by halves of
-/// K columns); U12 = L11^{-1} A12 (warp v solves kStripeCols columns, lane r holds row r,
-/// shuffles); then A22 -= A21 U12 by row tiles of kTile (A21's tile and U12 in shared memory,
-/// 4 x 4 per thread). Nothing of the stripe leaves the block between the three: the moved rows'
-/// sectors are read again from cache by the update, and U12 is not read back from memory.
-/// The copies that do not depend on the interchanges go ahead of them, by cp.async: L11 (into
-/// the U12 buffer, which holds it until the solve is done) and A21's first row tile at the
-/// start, each next row tile while the current one is multiplied.
-/// Dynamic shared memory: stripe_smem_bytes<T>() (two A21 tiles and U12).
-template <class T>
-__global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
+/// interchanges (thread t moves row k = t % 2K of the list on every fourth column: read into
+/// registers, a barrier, written back); U12 = L11^{-1} A12 (warp v solves kStripeCols columns,
+/// lane r holds row r, shuffles); then A22 -= A21 U12 by row tiles of kTile (A21's tile and U12
+/// in shared memory; double: warp v owns a 16 x 32 part of the tile, 2 x 4 tensor-core products
+/// of 8 x 8 accumulated on A22's own values, U12 stored negated; float: 4 x 4 per thread).
+/// Nothing of the stripe leaves the block between the three: the moved rows' sectors are read
+/// again from cache by the update, U12 is not read back from memory, and A12 is read with the
+/// moved rows in one trip to memory (its rows that the interchanges replace then taken from
+/// shared memory). The copies that do not depend on the interchanges go ahead of them, by
+/// cp.async: L11 (into the U12 buffer, which holds it until the solve is done) and A21's first
+/// row tile at the start, each next row tile while the current one is multiplied.
+/// Dynamic shared memory: stripe_smem_bytes<T>() (two A21 tiles and U12). MINB: blocks per SM
+/// the registers are bounded for (stripe_blocks_per_sm).
+template <class T, int MINB>
+__global__ void __launch_bounds__(kUpdateThreads, MINB)
     vgetrf_stripe_kernel(T* const* A, const int* n, const int* lda, const int* swaps, Schedule s, int nmax, int step) {
     const int b = blockIdx.x;
+    const int ld = lda[b];  // read with n[b] (one trip to memory, not two)
+    T* const a = A[b];
     int nb = 0, c0 = 0;
     if (!locate(n, b, s, nmax, step, nb, c0)) return;
     const int t0 = c0 + K;  // the trailing matrix starts there
@@ -405,18 +441,16 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
     if (j0 >= nb) return;  // also every block of a matrix at its last (or only partial) panel
     // From here nb > c0 + K: the panel has all K columns and U12 all K rows.
     const int nc = min(kTile, nb - j0);
-    const int ld = lda[b];
-    T* a = A[b];
-    constexpr int LT = kTile + 1;
+    constexpr int LT = kStripeLd;
     extern __shared__ __align__(16) unsigned char stripe_smem[];
     // Two A21 tiles (buffer q at sP + q * K * LT), then sB: L11 (leading dimension LK) until the
     // solve is done, then U12 (sB[j + l * LT] = U12(l, j0 + j)).
     T* const sP = reinterpret_cast<T*>(stripe_smem);
     T* const sB = sP + 2 * K * LT;
-    __shared__ int sSrc[2 * K], sDst[2 * K];
-    static_assert(2 * K * K <= K * LT, "a tile buffer holds the moved rows of K columns");
+    __shared__ int sMoved[K];  // whether row c0 + i is a destination of the panel's interchanges
     static_assert(K * LK <= K * LT, "the U12 buffer holds L11");
     const int tid = threadIdx.x;
+    if (tid < K) sMoved[tid] = 0;
 
     // A21's row tile starting at row i0 into buffer buf (rows past the matrix zero).
     auto fetch_tile = [&](int i0, int buf) {
@@ -435,73 +469,142 @@ __global__ void __launch_bounds__(kUpdateThreads, kStripeBlocksPerSm)
     fetch_tile(t0, 0);
     detail::cp_async_commit();
 
-    const int cnt = load_moves<kUpdateThreads>(swaps, b, c0, sSrc, sDst);
-    T* sV = sP + K * LT;  // the moved rows, by halves of K columns
-    for (int h = 0; h < nc; h += K) {
-        move_rows<T, kUpdateThreads>(a, ld, sSrc, sDst, cnt, j0 + h, min(K, nc - h), sV);
-        __syncthreads();  // the moved rows are read below (and sV reused) by other threads
+    // The panel's interchanges on the stripe (move_rows). A12 (the rows U12 replaces, lane r
+    // holding row r of the warp's kStripeCols columns) is read before them, in the same trip to
+    // memory as the moved rows; its rows that are destinations take the moved values, through
+    // shared memory, instead of a second read after the moves.
+    const int r = tid % 32, v = tid / 32;
+    T x[kStripeCols];
+#pragma unroll
+    for (int c = 0; c < kStripeCols; ++c) {
+        const int cc = v * kStripeCols + c;
+        x[c] = cc < nc ? a[idx(c0 + r, j0 + cc, ld)] : T(0);
     }
+    T* const sX = sP + K * LT;  // moved values landing in A12 (sX[j + i LT]): the second tile buffer
+    move_rows<T, kUpdateThreads, kTile>(a, ld, swaps, b, c0, j0, nc, [&](int row, int j, T value) {
+        if (row >= c0 + K) return false;
+        sX[j + (row - c0) * LT] = value;   // U12 takes the row's place in memory below
+        if (j == 0) sMoved[row - c0] = 1;  // j = 0 is moved whenever the row is
+        return true;
+    });
 
     // U12 = L11^{-1} A12 on the stripe.
     {
-        const int r = tid % 32, v = tid / 32;
-        T x[kStripeCols];
-#pragma unroll
-        for (int c = 0; c < kStripeCols; ++c) {
-            const int cc = v * kStripeCols + c;
-            x[c] = cc < nc ? a[idx(c0 + r, j0 + cc, ld)] : T(0);
-        }
         detail::cp_async_wait_all();
-        __syncthreads();  // L11 and A21's first tile are in
+        __syncthreads();  // the moves are done (A12's moved rows in sX); L11 and A21's first tile are in
+        if (sMoved[r]) {
+#pragma unroll
+            for (int c = 0; c < kStripeCols; ++c) {
+                const int cc = v * kStripeCols + c;
+                if (cc < nc) x[c] = sX[cc + r * LT];
+            }
+        }
         unit_lower_solve(sB, x, r);
         __syncthreads();  // every warp is done with L11
 #pragma unroll
         for (int c = 0; c < kStripeCols; ++c) {
             const int cc = v * kStripeCols + c;
-            sB[cc + r * LT] = x[c];  // zero past the stripe's columns
+            // Zero past the stripe's columns; negated for the tensor-core update (D = A21 (-U12) + A22).
+            sB[cc + r * LT] = std::is_same<T, double>::value ? -x[c] : x[c];
             if (cc < nc) a[idx(c0 + r, j0 + cc, ld)] = x[c];
         }
     }
 
     // A22 -= A21 U12, row tile by row tile, the next tile's copy in flight during each.
-    constexpr int S = kTile / 4;  // threads per dimension
-    const int tx = tid % S, ty = tid / S;
-    int buf = 0;
-    for (int i0 = t0; i0 < nb; i0 += kTile, buf ^= 1) {
-        const int mr = min(kTile, nb - i0);
-        __syncthreads();  // U12 (first tile) and this tile are visible; the other buffer is free
-        if (i0 + kTile < nb) fetch_tile(i0 + kTile, buf ^ 1);
-        detail::cp_async_commit();
-        T acc[4][4];
+    if constexpr (std::is_same<T, double>::value) {
+        // FP64 tensor cores: warp v owns rows 16 (v % 4) .. +15 and columns 32 (v / 4) .. +31 of
+        // the tile, 2 x 4 products of 8 x 8, their accumulators loaded from A22 (the products
+        // add A21 (-U12) to them) and stored back.
+        const int lane = tid % 32, v = tid / 32;
+        const int g = lane / 4, q = lane % 4;
+        const int r0 = 16 * (v % 4), cb = 32 * (v / 4);
+        bool col_in[4][2];
 #pragma unroll
-        for (int p = 0; p < 4; ++p)
+        for (int C = 0; C < 4; ++C)
 #pragma unroll
-            for (int q = 0; q < 4; ++q) acc[p][q] = T(0);
-        const T* tA = sP + buf * K * LT;
-#pragma unroll 8
-        for (int l = 0; l < K; ++l) {
-            T ai[4], bj[4];
+            for (int e = 0; e < 2; ++e) col_in[C][e] = cb + 8 * C + 2 * q + e < nc;
+        double* const base = a + idx(0, j0 + cb + 2 * q, ld);  // column j0 + cb + 2q, row 0
+        int buf = 0;
+        for (int i0 = t0; i0 < nb; i0 += kTile, buf ^= 1) {
+            const int mr = min(kTile, nb - i0);
+            double acc[2][4][2];
 #pragma unroll
-            for (int p = 0; p < 4; ++p) {
-                ai[p] = tA[tx + S * p + l * LT];
-                bj[p] = sB[ty + S * p + l * LT];
+            for (int R = 0; R < 2; ++R) {
+                const int i = r0 + 8 * R + g;
+#pragma unroll
+                for (int C = 0; C < 4; ++C)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        acc[R][C][e] = (i < mr && col_in[C][e]) ? base[idx(i0 + i, 8 * C + e, ld)] : 0.0;
             }
+            __syncthreads();  // U12 (first tile) and this tile are visible; the other buffer is free
+            if (i0 + kTile < nb) fetch_tile(i0 + kTile, buf ^ 1);
+            detail::cp_async_commit();
+            const double* tA = sP + buf * K * LT;
+#pragma unroll
+            for (int l = 0; l < K; l += 4) {
+                double af[2], bf[4];
+#pragma unroll
+                for (int R = 0; R < 2; ++R) af[R] = tA[r0 + 8 * R + g + (l + q) * LT];
+#pragma unroll
+                for (int C = 0; C < 4; ++C) bf[C] = sB[cb + 8 * C + g + (l + q) * LT];
+#pragma unroll
+                for (int R = 0; R < 2; ++R)
+#pragma unroll
+                    for (int C = 0; C < 4; ++C) dmma_8x8x4(acc[R][C], af[R], bf[C]);
+            }
+#pragma unroll
+            for (int R = 0; R < 2; ++R) {
+                const int i = r0 + 8 * R + g;
+                if (i >= mr) continue;
+#pragma unroll
+                for (int C = 0; C < 4; ++C)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (col_in[C][e]) base[idx(i0 + i, 8 * C + e, ld)] = acc[R][C][e];
+            }
+            detail::cp_async_wait_all();  // the next tile (made visible by the next iteration's barrier)
+        }
+    } else {
+        constexpr int S = kTile / 4;  // threads per dimension
+        const int tx = tid % S, ty = tid / S;
+        int buf = 0;
+        for (int i0 = t0; i0 < nb; i0 += kTile, buf ^= 1) {
+            const int mr = min(kTile, nb - i0);
+            __syncthreads();  // U12 (first tile) and this tile are visible; the other buffer is free
+            if (i0 + kTile < nb) fetch_tile(i0 + kTile, buf ^ 1);
+            detail::cp_async_commit();
+            T acc[4][4];
 #pragma unroll
             for (int p = 0; p < 4; ++p)
 #pragma unroll
-                for (int q = 0; q < 4; ++q) acc[p][q] += ai[p] * bj[q];
-        }
+                for (int q = 0; q < 4; ++q) acc[p][q] = T(0);
+            const T* tA = sP + buf * K * LT;
+#pragma unroll 8
+            for (int l = 0; l < K; ++l) {
+                T ai[4], bj[4];
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const int j = ty + S * q;
-            if (j >= nc) continue;
+                for (int p = 0; p < 4; ++p) {
+                    ai[p] = tA[tx + S * p + l * LT];
+                    bj[p] = sB[ty + S * p + l * LT];
+                }
 #pragma unroll
-            for (int p = 0; p < 4; ++p) {
-                const int i = tx + S * p;
-                if (i < mr) a[idx(i0 + i, j0 + j, ld)] -= acc[p][q];
+                for (int p = 0; p < 4; ++p)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) acc[p][q] += ai[p] * bj[q];
             }
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int j = ty + S * q;
+                if (j >= nc) continue;
+#pragma unroll
+                for (int p = 0; p < 4; ++p) {
+                    const int i = tx + S * p;
+                    if (i < mr) a[idx(i0 + i, j0 + j, ld)] -= acc[p][q];
+                }
+            }
+            detail::cp_async_wait_all();  // the next tile (made visible by the next iteration's barrier)
         }
-        detail::cp_async_wait_all();  // the next tile (made visible by the next iteration's barrier)
     }
 }
 
@@ -675,7 +778,12 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
         left_ints_bytes(nmax) + sizeof(T) * static_cast<std::size_t>(nmax) * (kLeftThreads / 32);
     const bool defer_left = left_bytes <= static_cast<std::size_t>(optin - 1024);
     const std::size_t stripe_bytes = stripe_smem_bytes<T>();
-    if (stripe_bytes > 48 * 1024) detail::opt_in_shared(vgetrf_stripe_kernel<T>, "vgetrf stripe kernel shared memory");
+    constexpr int kShortMinb = stripe_blocks_per_sm<T>(false), kTallMinb = stripe_blocks_per_sm<T>(true);
+    const bool tall = nmax > kStripeTallNmax;
+    if (stripe_bytes > 48 * 1024) {
+        detail::opt_in_shared(vgetrf_stripe_kernel<T, kShortMinb>, "vgetrf stripe kernel shared memory");
+        detail::opt_in_shared(vgetrf_stripe_kernel<T, kTallMinb>, "vgetrf stripe kernel shared memory");
+    }
     for (int step = 0; step < steps; ++step) {
         const int rows = panel_rows(schedule, nmax, step);
         if (rows <= kTuning.register_panel_rows) {
@@ -700,8 +808,12 @@ void vgetrf(const Launch& launch, Schedule schedule, int nmax, const int* n, T* 
         const int trailing = rows - K;
         if (trailing <= 0) continue;
         const dim3 grid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(trailing, kTile)));
-        vgetrf_stripe_kernel<T>
-            <<<grid, kUpdateThreads, stripe_bytes, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
+        if (tall)
+            vgetrf_stripe_kernel<T, kTallMinb>
+                <<<grid, kUpdateThreads, stripe_bytes, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
+        else
+            vgetrf_stripe_kernel<T, kShortMinb>
+                <<<grid, kUpdateThreads, stripe_bytes, launch.stream>>>(A, n, lda, swaps, schedule, nmax, step);
         detail::check_launch("vgetrf stripe kernel");
     }
     if (defer_left && steps > 1) {
