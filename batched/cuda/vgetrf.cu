@@ -515,8 +515,7 @@ __global__ void __launch_bounds__(kUpdateThreads, MINB)
         // FP64 tensor cores: warp v owns rows 16 (v % 4) .. +15 and columns 32 (v / 4) .. +31 of
         // the tile, 2 x 4 products of 8 x 8, their accumulators loaded from A22 (the products
         // add A21 (-U12) to them) and stored back.
-        const int lane = tid % 32, v = tid / 32;
-        const int g = lane / 4, q = lane % 4;
+        const int g = r / 4, q = r % 4;  // r: the lane
         const int r0 = 16 * (v % 4), cb = 32 * (v / 4);
         bool col_in[4][2];
 #pragma unroll
