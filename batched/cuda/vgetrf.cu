@@ -523,10 +523,9 @@ __global__ void __launch_bounds__(kUpdateThreads, MINB)
 #pragma unroll
             for (int e = 0; e < 2; ++e) col_in[C][e] = cb + 8 * C + 2 * q + e < nc;
         double* const base = a + idx(0, j0 + cb + 2 * q, ld);  // column j0 + cb + 2q, row 0
-        int buf = 0;
-        for (int i0 = t0; i0 < nb; i0 += kTile, buf ^= 1) {
+        // The accumulators of the row tile at i0: A22's values (zero outside the matrix).
+        auto load_tile = [&](double(&c)[2][4][2], int i0) {
             const int mr = min(kTile, nb - i0);
-            double acc[2][4][2];
 #pragma unroll
             for (int R = 0; R < 2; ++R) {
                 const int i = r0 + 8 * R + g;
@@ -534,11 +533,11 @@ __global__ void __launch_bounds__(kUpdateThreads, MINB)
                 for (int C = 0; C < 4; ++C)
 #pragma unroll
                     for (int e = 0; e < 2; ++e)
-                        acc[R][C][e] = (i < mr && col_in[C][e]) ? base[idx(i0 + i, 8 * C + e, ld)] : 0.0;
+                        c[R][C][e] = (i < mr && col_in[C][e]) ? base[idx(i0 + i, 8 * C + e, ld)] : 0.0;
             }
-            __syncthreads();  // U12 (first tile) and this tile are visible; the other buffer is free
-            if (i0 + kTile < nb) fetch_tile(i0 + kTile, buf ^ 1);
-            detail::cp_async_commit();
+        };
+        // acc += A21's row tile in buffer buf times -U12, on the tensor cores.
+        auto multiply = [&](double(&c)[2][4][2], int buf) {
             const double* tA = sP + buf * K * LT;
 #pragma unroll
             for (int l = 0; l < K; l += 4) {
@@ -550,8 +549,11 @@ __global__ void __launch_bounds__(kUpdateThreads, MINB)
 #pragma unroll
                 for (int R = 0; R < 2; ++R)
 #pragma unroll
-                    for (int C = 0; C < 4; ++C) dmma_8x8x4(acc[R][C], af[R], bf[C]);
+                    for (int C = 0; C < 4; ++C) dmma_8x8x4(c[R][C], af[R], bf[C]);
             }
+        };
+        auto store_tile = [&](const double(&c)[2][4][2], int i0) {
+            const int mr = min(kTile, nb - i0);
 #pragma unroll
             for (int R = 0; R < 2; ++R) {
                 const int i = r0 + 8 * R + g;
@@ -560,9 +562,43 @@ __global__ void __launch_bounds__(kUpdateThreads, MINB)
                 for (int C = 0; C < 4; ++C)
 #pragma unroll
                     for (int e = 0; e < 2; ++e)
-                        if (col_in[C][e]) base[idx(i0 + i, 8 * C + e, ld)] = acc[R][C][e];
+                        if (col_in[C][e]) base[idx(i0 + i, 8 * C + e, ld)] = c[R][C][e];
             }
-            detail::cp_async_wait_all();  // the next tile (made visible by the next iteration's barrier)
+        };
+        int buf = 0;
+        if constexpr (MINB <= 2) {
+            // The registers hold the next tile's A22 too, read while this one is multiplied.
+            double acc[2][4][2], next[2][4][2];
+            load_tile(acc, t0);
+            for (int i0 = t0; i0 < nb; i0 += kTile, buf ^= 1) {
+                const bool more = i0 + kTile < nb;
+                __syncthreads();  // U12 (first tile) and this tile are visible; the other buffer is free
+                if (more) fetch_tile(i0 + kTile, buf ^ 1);
+                detail::cp_async_commit();
+                if (more) load_tile(next, i0 + kTile);
+                multiply(acc, buf);
+                store_tile(acc, i0);
+                if (more) {
+#pragma unroll
+                    for (int R = 0; R < 2; ++R)
+#pragma unroll
+                        for (int C = 0; C < 4; ++C)
+#pragma unroll
+                            for (int e = 0; e < 2; ++e) acc[R][C][e] = next[R][C][e];
+                }
+                detail::cp_async_wait_all();  // the next tile (made visible by the next iteration's barrier)
+            }
+        } else {
+            for (int i0 = t0; i0 < nb; i0 += kTile, buf ^= 1) {
+                double acc[2][4][2];
+                load_tile(acc, i0);
+                __syncthreads();  // U12 (first tile) and this tile are visible; the other buffer is free
+                if (i0 + kTile < nb) fetch_tile(i0 + kTile, buf ^ 1);
+                detail::cp_async_commit();
+                multiply(acc, buf);
+                store_tile(acc, i0);
+                detail::cp_async_wait_all();  // the next tile (made visible by the next iteration's barrier)
+            }
         }
     } else {
         constexpr int S = kTile / 4;  // threads per dimension
