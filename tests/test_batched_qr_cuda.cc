@@ -148,9 +148,8 @@ QrRatios qr_ratios(const HostMatrix<T>& A, const HostMatrix<T>& F, const T* tau)
 
 /// Number of j where R's diagonal sign differs from LAPACK's geqrf on the same A (only where
 /// LAPACK's |R(j,j)| is clearly nonzero: beta = -sign(alpha) ||x|| is the convention checked).
-/// A difference where alpha is zero to rounding (|alpha / beta| = |1 - tau| <= 200 m eps in
-/// LAPACK's factor) is a near tie that two orders of the same sums may round either way; every
-/// later column then differs, so the count stops there.
+/// The count stops at a difference that is a near tie (reflector_sign_near_tie): every later
+/// column differs from there.
 template <class T>
 int diagonal_sign_mismatches(const HostMatrix<T>& A, const HostMatrix<T>& F) {
     HostMatrix<T> L = A;
@@ -161,7 +160,7 @@ int diagonal_sign_mismatches(const HostMatrix<T>& A, const HostMatrix<T>& F) {
     int bad = 0;
     for (int j = 0; j < k; ++j) {
         if (std::abs(static_cast<double>(L(j, j))) <= small || (L(j, j) > 0) == (F(j, j) > 0)) continue;
-        if (std::abs(1.0 - static_cast<double>(tau[j])) <= 200.0 * A.m * ScalarTraits<T>::eps) break;
+        if (reflector_sign_near_tie(tau[j], A.m)) break;
         ++bad;
     }
     return bad;

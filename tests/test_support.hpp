@@ -129,6 +129,15 @@ struct HostMatrix {
     TileView<const T> cview() const { return {ptr(), m, n, ld}; }
 };
 
+/// Whether the sign of a Householder reflector of LAPACK's geqrf (its tau, the problem having m
+/// rows) is a near tie: alpha zero to rounding, |alpha / beta| = |1 - tau| <= 200 m eps, so that
+/// two orders of the same sums may give beta = -sign(alpha) ||x|| either sign (and every later
+/// column then differs).
+template <class T>
+bool reflector_sign_near_tie(T tau, int m) {
+    return std::abs(1.0 - static_cast<double>(tau)) <= 200.0 * m * ScalarTraits<T>::eps;
+}
+
 /// The leading k x k block of A (both triangles as stored), ld = k.
 template <class T>
 HostMatrix<T> leading(const HostMatrix<T>& A, int k) {

@@ -675,20 +675,17 @@ protected:
             const auto& R = v.R;
             const auto& rtau = v.rtau;
             const double tol = 200.0 * std::max(m, n) * eps * std::max(1.0, max_abs(R));
-            // A reflector's sign is a near tie when its alpha is zero to rounding: LAPACK takes
-            // beta = -sign(alpha) ||x||, so two orders of the same sums may reflect x to opposite
-            // signs (tau = 1 - alpha / beta is 1 to rounding either way) and every later column
-            // differs. The factors are compared up to the first such column, once it is checked
-            // to be one (the residual covers the rest).
+            // The factors are compared up to the first diagonal whose sign differs from
+            // LAPACKE's, once it is checked to be a near tie (reflector_sign_near_tie; the
+            // residual covers the rest).
             int upto = n;
             for (int j = 0; j < k; ++j) {
                 const T fj = F[b](j, j), rj = R(j, j);
                 if (fj == T(0) || rj == T(0) || (fj < 0) == (rj < 0)) continue;
-                const double ratio = std::abs(1.0 - static_cast<double>(rtau[j]));  // |alpha / beta|, LAPACKE's
-                if (!(ratio <= 200.0 * m * eps)) {
+                if (!reflector_sign_near_tie(rtau[j], m)) {
                     std::ostringstream msg;
                     msg << "R(" << j << ", " << j << ") " << fj << " against LAPACKE's " << rj
-                        << ", not a near tie (|alpha / beta| = " << ratio << ")";
+                        << ", not a near tie (|alpha / beta| = " << std::abs(1.0 - static_cast<double>(rtau[j])) << ")";
                     if (report(b, msg.str())) return {F, tau};
                 }
                 upto = j;

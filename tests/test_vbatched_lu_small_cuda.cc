@@ -6,10 +6,11 @@
 // count/4, count/2, count-1, a NaN in one matrix next to others in its warp, exact and near
 // ties in the pivot search (ties go to the smallest row index, as LAPACK's idamax). Every info
 // exact, pivots in range and equal to LAPACKE's (or departing first at a near tie rounded the
-// other way, pivot_difference in vbatched_lu_support.hpp), residual below 30, the factor close to that of a host LU
-// doing the kernel's operations in its order (getf2_reference; bit for bit on the tie cases), padding and the pivots
-// past n[b] untouched; SSDE and DSSE bitwise equal, and equal to the fixed-size getrf on a batch of one order. Every
-// test skips, visibly, without a CUDA device.
+// other way, pivot_difference in vbatched_lu_support.hpp), residual below 30, the factor close
+// to that of a host LU doing the kernel's operations in its order (getf2_reference; bit for bit
+// on the tie cases), padding and the pivots past n[b] untouched; SSDE and DSSE bitwise equal,
+// and equal to the fixed-size getrf on a batch of one order. Every test skips, visibly, without
+// a CUDA device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
