@@ -133,40 +133,18 @@ int main(int argc, char** argv) {
                 });
                 pts.record("vgetrf", "fixed_equal_flops", te, ceq * 2.0 * nmax * nmax * nmax / 3.0,
                            {{"fixed_count", ceq}});
-                // The same count of matrices of one order n_eq = round((mean n^3)^(1/3)): the same
-                // count and (nearly) the same flops as the variable-size batch.
-                const int neq = std::max(1, static_cast<int>(std::lround(std::cbrt(n3 / count))));
-                {
-                    const std::size_t pe = std::size_t(neq) * neq;
-                    std::vector<double> heq(pe * count);
-                    parallel_for(count, [&](int b) {
-                        const auto& S = src[b % src.size()];
-                        for (int j = 0; j < neq; ++j)
-                            std::copy(S.begin() + std::size_t(j) * nmax, S.begin() + std::size_t(j) * nmax + neq,
-                                      heq.begin() + pe * b + std::size_t(j) * neq);
-                    });
-                    double* d_eq_orig = device_alloc<double>(pe * count);
-                    double* d_eq = device_alloc<double>(pe * count);
-                    upload(d_eq_orig, heq);
-                    double** d_eq_ptrs = device_alloc<double*>(count);
-                    bc::strided_pointers<double>(d_eq_ptrs, d_eq, static_cast<long long>(pe), count, nullptr);
+                {  // the same count of matrices of one order n_eq (SameOrderBatch)
+                    const bench::vbatched::SameOrderBatch eq(n, src, nmax);
+                    const int neq = eq.order;
                     const std::size_t wse = bc::getrf_workspace<double>(neq, count);
                     void* d_wse = wse > 0 ? device_alloc<char>(wse) : nullptr;
                     bc::Launch el{nullptr, blas, d_wse, wse};
-                    const double tq = bench::time_on_device(
-                        reps,
-                        [&] {
-                            bench::check(cudaMemcpyAsync(d_eq, d_eq_orig, sizeof(double) * pe * count,
-                                                         cudaMemcpyDeviceToDevice, nullptr),
-                                         "cudaMemcpyAsync");
-                        },
-                        [&] { bc::getrf<double>(el, neq, d_eq_ptrs, neq, d_pad_piv, a.d_info, count); });
+                    const double tq = bench::time_on_device(reps, [&] { eq.restore(); }, [&] {
+                        bc::getrf<double>(el, neq, eq.d_ptrs, neq, d_pad_piv, a.d_info, count);
+                    });
                     pts.record("vgetrf", "fixed_same_count", tq, count * 2.0 * neq * neq * neq / 3.0,
                                {{"fixed_order", neq}});
                     cudaFree(d_wse);
-                    cudaFree(d_eq_ptrs);
-                    cudaFree(d_eq);
-                    cudaFree(d_eq_orig);
                 }
                 cudaFree(d_ws);
                 cudaFree(d_pad_piv);

@@ -118,37 +118,18 @@ int main(int argc, char** argv) {
                 });
                 const double eq_flops = ceq * double(nmax) * nmax * nmax / 3.0;
                 pts.record("vpotrf", "fixed_equal_flops", te, eq_flops, {{"fixed_count", ceq}});
-                // Fixed-size on the same count of matrices of order neq = round(cbrt(mean n^3)): the
-                // same count and flops. Each is the leading neq x neq block of its padded matrix (SPD).
-                const int neq = std::max(1, static_cast<int>(std::lround(std::cbrt(n3 / count))));
-                {
-                    const std::size_t pe = std::size_t(neq) * neq;
-                    double* d_eq_orig = device_alloc<double>(pe * count);
-                    double* d_eq = device_alloc<double>(pe * count);
-                    for (int b = 0; b < count; ++b)
-                        bench::check(cudaMemcpy2DAsync(d_eq_orig + pe * b, sizeof(double) * neq,
-                                                       pad.d_orig + pad.per * b, sizeof(double) * nmax,
-                                                       sizeof(double) * neq, neq, cudaMemcpyDeviceToDevice, nullptr),
-                                     "cudaMemcpy2DAsync");
-                    double** d_eq_ptrs = device_alloc<double*>(count);
-                    bc::strided_pointers<double>(d_eq_ptrs, d_eq, static_cast<long long>(pe), count, nullptr);
+                {  // the same count of matrices of one order n_eq (SameOrderBatch; SPD sources)
+                    const bench::vbatched::SameOrderBatch eq(n, src, nmax);
+                    const int neq = eq.order;
                     const std::size_t wse = bc::potrf_workspace<double>(neq, count);
                     void* d_wse = wse > 0 ? device_alloc<char>(wse) : nullptr;
                     bc::Launch el{nullptr, blas, d_wse, wse};
-                    const double ts = bench::time_on_device(
-                        reps,
-                        [&] {
-                            bench::check(cudaMemcpyAsync(d_eq, d_eq_orig, sizeof(double) * pe * count,
-                                                         cudaMemcpyDeviceToDevice, nullptr),
-                                         "cudaMemcpyAsync");
-                        },
-                        [&] { bc::potrf<double>(el, bc::Uplo::lower, neq, d_eq_ptrs, neq, a.d_info, count); });
+                    const double ts = bench::time_on_device(reps, [&] { eq.restore(); }, [&] {
+                        bc::potrf<double>(el, bc::Uplo::lower, neq, eq.d_ptrs, neq, a.d_info, count);
+                    });
                     pts.record("vpotrf", "fixed_same_count", ts, count * double(neq) * neq * neq / 3.0,
                                {{"order", neq}, {"failed", a.failed()}});
                     cudaFree(d_wse);
-                    cudaFree(d_eq_ptrs);
-                    cudaFree(d_eq);
-                    cudaFree(d_eq_orig);
                 }
                 cudaFree(d_ws);
             }
@@ -180,16 +161,7 @@ int main(int argc, char** argv) {
                 pts.record("vpotrf", "lapacke_per_core", t, flops, {{"failed", nonzero(hinfo)}});
             }
 
-            // Summary: every time against DSSE's.
-            const auto best = pts.print_table(flops, true);
-            const double t_dsse = pts.time("starfact_dsse"), t_equal = pts.time("fixed_equal_flops"),
-                         t_same = pts.time("fixed_same_count");
-            pts.emit_summary(best,
-                             {{"equal_flops_over_dsse", t_equal / t_dsse}, {"same_count_over_dsse", t_same / t_dsse}});
-            fmt::print(
-                "#   best other / dsse {:.2f} ({}), equal flops / dsse {:.2f}, same count / dsse {:.2f} (issue 6: "
-                ">= 0.8 uniform)\n",
-                best.second / t_dsse, best.first, t_equal / t_dsse, t_same / t_dsse);
+            pts.emit_summary(pts.print_table(flops, true));
         }
     cusolverDnDestroy(solver);
     cublasDestroy(blas);

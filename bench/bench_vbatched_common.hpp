@@ -241,6 +241,52 @@ struct PaddedBatch {
     }
 };
 
+/// The "same count" yardstick: as many matrices as the batch, all of one order n_eq =
+/// round(cbrt(mean of n^3)) (the same count and, up to the rounding, the same flops), each the
+/// leading n_eq x n_eq block of a source matrix (SPD sources give SPD blocks); the original, the
+/// work copy and its strided pointer array.
+struct SameOrderBatch {
+    int order;
+    int count;
+    std::size_t per;
+    double* d_orig;
+    double* d_work;
+    double** d_ptrs;
+
+    SameOrderBatch(const std::vector<int>& n, const std::vector<std::vector<double>>& src, int nmax)
+        : order(equal_order(n)), count(static_cast<int>(n.size())), per(std::size_t(order) * order) {
+        std::vector<double> h(per * count);
+        parallel_for(count, [&](int b) {
+            const auto& S = src[b % src.size()];
+            for (int j = 0; j < order; ++j)
+                std::copy(S.begin() + std::size_t(j) * nmax, S.begin() + std::size_t(j) * nmax + order,
+                          h.begin() + per * b + std::size_t(j) * order);
+        });
+        d_orig = device_alloc<double>(per * count);
+        d_work = device_alloc<double>(per * count);
+        upload(d_orig, h);
+        d_ptrs = device_alloc<double*>(count);
+        batched::cuda::strided_pointers<double>(d_ptrs, d_work, static_cast<long long>(per), count, nullptr);
+    }
+    ~SameOrderBatch() {
+        cudaFree(d_ptrs);
+        cudaFree(d_work);
+        cudaFree(d_orig);
+    }
+    SameOrderBatch(const SameOrderBatch&) = delete;
+    SameOrderBatch& operator=(const SameOrderBatch&) = delete;
+
+    static int equal_order(const std::vector<int>& n) {
+        double n3 = 0;
+        for (int x : n) n3 += double(x) * x * x;
+        return std::max(1, static_cast<int>(std::lround(std::cbrt(n3 / std::max<std::size_t>(n.size(), 1)))));
+    }
+    void restore() const {
+        check(cudaMemcpyAsync(d_work, d_orig, sizeof(double) * per * count, cudaMemcpyDeviceToDevice, nullptr),
+              "cudaMemcpyAsync");
+    }
+};
+
 /// Median seconds of the host path `run` over max(1, reps / 2) runs after a warm-up, the batch's
 /// input copied back into `work` (untimed) before each.
 template <class Run>
@@ -317,7 +363,9 @@ public:
         return {best_name, best_other};
     }
 
-    /// The summary record: the fastest alternative and its time over DSSE's, and the extra fields.
+    /// The summary record: the fastest alternative and its time over DSSE's, each fixed-size
+    /// yardstick timed (fixed_equal_flops, fixed_same_count) over DSSE's time (issue 6's ratio:
+    /// 0.8 is the goal), and the extra fields.
     void emit_summary(const std::pair<std::string, double>& best,
                       nlohmann::ordered_json extra = nlohmann::ordered_json::object()) {
         nlohmann::ordered_json j{{"record", "summary"},
@@ -327,6 +375,14 @@ public:
                                  {"count", count_},
                                  {"best_alternative", best.first},
                                  {"best_alternative_over_dsse", best.second / time("starfact_dsse")}};
+        std::string line = fmt::format("#   best other / dsse {:.2f} ({})", best.second / time("starfact_dsse"),
+                                       best.first);
+        for (const char* y : {"fixed_equal_flops", "fixed_same_count"})
+            if (time(y) > 0) {
+                j[std::string(y + 6) + "_over_dsse"] = time(y) / time("starfact_dsse");
+                line += fmt::format(", {} / dsse {:.2f}", y + 6, time(y) / time("starfact_dsse"));
+            }
+        fmt::print("{} (issue 6: >= 0.8 with uniform sizes)\n", line);
         for (auto& [k, v] : extra.items()) j[k] = v;
         emit_(j);
     }

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "batched/cuda/common.cuh"
+#include "batched/cuda/potrf_leaf.cuh"
 #include "batched/cuda/potrf_registers.hpp"
 #include "batched/cuda/trsv_block.cuh"
 
@@ -161,66 +162,7 @@ __global__ void __launch_bounds__(kLeafThreads)
             a = A[b] + v.off;
         }
     }
-    T* s = s_mat[g];
-
-    // Lane r reads stored column o at row r: coalesced in both orientations. Every load of a
-    // lane is issued before any is used (unrolled, into registers), so their latencies overlap.
-    T rA[NB];
-    if (!v.trans) {
-#pragma unroll
-        for (int j = 0; j < NB; ++j) rA[j] = (r < nn && j < nn && j <= r) ? a[r + j * ld] : T(r == j ? 1 : 0);
-    } else {  // stored column o holds row o of the lower view: transpose through shared memory
-#pragma unroll
-        for (int o = 0; o < NB; ++o)
-            if (r < nn && o < nn && r <= o) rA[o] = a[r + o * ld];
-#pragma unroll
-        for (int o = 0; o < NB; ++o)
-            if (r < nn && o < nn && r <= o) s[o + r * LDS] = rA[o];
-        __syncwarp(group);
-#pragma unroll
-        for (int j = 0; j < NB; ++j) rA[j] = (r < nn && j < nn && j <= r) ? s[r + j * LDS] : T(r == j ? 1 : 0);
-    }
-
-    bool alive = true;
-    int fail = 0;
-    T* col = s_col[g];
-#pragma unroll
-    for (int j = 0; j < NB; ++j) {
-        if constexpr (kVar) {
-            if (j >= nn || !alive) break;  // uniform over the group
-        }
-        T* buf = col + (j & 1) * P;  // two buffers: step j+1 writes while no one reads step j's
-        if (r >= j && r < NB) buf[r] = rA[j];
-        __syncwarp(group);
-        const T d = buf[j];
-        if (alive && !(d > T(0))) {  // not positive, or NaN: LAPACK's test
-            alive = false;
-            fail = j + 1;
-        }
-        if (alive && r >= j && r < nn) {
-            const T rinv = T(1) / sqrt(d);
-            const T t = rA[j] * rinv * rinv;
-#pragma unroll
-            for (int k = j + 1; k < NB; ++k)
-                if (k <= r) rA[k] -= t * buf[k];
-            rA[j] *= rinv;
-        }
-    }
-
-    if (!v.trans) {
-#pragma unroll
-        for (int j = 0; j < NB; ++j)
-            if (r < nn && j < nn && j <= r) a[r + j * ld] = rA[j];
-    } else {
-        __syncwarp(group);  // every lane has read s above
-#pragma unroll
-        for (int j = 0; j < NB; ++j)
-            if (r < nn && j < nn && j <= r) s[r + j * LDS] = rA[j];
-        __syncwarp(group);
-#pragma unroll
-        for (int o = 0; o < NB; ++o)
-            if (r < nn && o < nn && r <= o) a[r + o * ld] = s[o + r * LDS];
-    }
+    const int fail = detail::leaf_factor<T, NB, P, kVar>(a, ld, v.trans, nn, r, group, s_mat[g], s_col[g]);
     if (r == 0 && b < count) {
         if (!after_first)
             info[b] = fail ? info_base + fail : 0;

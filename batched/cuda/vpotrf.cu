@@ -2,14 +2,15 @@
 // different orders, our own kernels, with the SSDE and DSSE schedules (vbatched_kernels.hpp).
 //
 // vpotrf, step s, for the matrices whose factorization is at column block c0 = kVBlock * j:
-// - diagonal kernel, one thread block per matrix: C = A(c0:c0+w, c0:c0+w) - P P^T with
-//   P = L(c0:c0+w, 0:c0) (left-looking, 32-column chunks of P staged in shared memory, a 4 x 4
-//   tile of the product per thread), then the unblocked Cholesky of C by one warp (lane r holds
-//   row r in registers; each column is broadcast through shared memory). A failing pivot sets
-//   info and ends that matrix: the later kernels skip it.
+// - diagonal kernel, a warp per matrix: the Cholesky of A(c0:c0+w, c0:c0+w) in registers
+//   (potrf_leaf.cuh, the register kernel's factorization: lane r holds row r). The block has
+//   already been updated by the panel kernels of the steps before. A failing pivot sets info and
+//   ends that matrix: the later kernels skip it.
 // - panel kernel, one thread block per (matrix, kPanelRows rows below the diagonal block):
-//   X = A(rows, c0:c0+32) - L(rows, 0:c0) P^T the same way, then X <- X L11^{-T} with the
-//   factored diagonal block (one row of X per thread, in registers).
+//   X = A(rows, c0:c0+32) - L(rows, 0:c0) P^T with P = L(c0:c0+32, 0:c0) (left-looking,
+//   32-column chunks staged in shared memory, a 4 x 4 tile of the product per thread), then
+//   X <- X L11^{-T} with the factored diagonal block (one row of X per thread, in registers),
+//   then the diagonal blocks of its rows, right-looking: D -= X_h X_h^T for each 32-row half.
 // Both kernels are launched for every matrix and every row block the largest matrix could
 // need at that step; a block whose matrix is not at that step (not started, finished, failed)
 // or has no rows there returns at once. The upper case reads the lower factor L = U^T through
@@ -27,6 +28,7 @@
 #include <cstddef>
 
 #include "batched/cuda/common.cuh"
+#include "batched/cuda/potrf_leaf.cuh"
 #include "batched/cuda/potrf_registers.hpp"
 #include "batched/cuda/vbatched_kernels.hpp"
 
@@ -35,8 +37,8 @@ namespace {
 
 constexpr int K = kVBlock;
 constexpr int LK = K + 1;  // leading dimension of a K x K tile in shared memory
-/// Threads of the diagonal kernel: 8 x 8 threads, a 4 x 4 tile of the 32 x 32 product each.
-constexpr int kDiagThreads = 64;
+/// Threads of the diagonal kernel: a warp per matrix.
+constexpr int kDiagThreads = 128;
 /// Rows below the diagonal block per thread block of the panel kernel.
 constexpr int kPanelRows = 64;
 /// Threads of the panel kernel: 16 x 8 threads, a 4 x 4 tile of the 64 x 32 product each.
@@ -91,88 +93,26 @@ __device__ __forceinline__ bool locate(const int* n, const int* info, int b, Sch
     return true;
 }
 
-// ---- The diagonal block: left-looking update and unblocked factorization -------------------
+// ---- The diagonal block: its factorization -------------------------------------------------
 
+/// Factors each matrix's current diagonal block (already updated by the panel kernels of the
+/// steps before: see there) in registers, a warp per matrix (potrf_leaf.cuh); a failing pivot
+/// sets info and ends that matrix: the later kernels skip it.
 template <class T>
 __global__ void __launch_bounds__(kDiagThreads)
     vpotrf_diag_kernel(T* const* A, const int* n, const int* lda, bool trans, int* info, Schedule s, int nmax,
-                       int step) {
-    const int b = blockIdx.x;
+                       int step, int count) {
+    constexpr int G = kDiagThreads / 32;
+    __shared__ T s_mat[G][K * LK];
+    __shared__ T s_col[G][2 * K];
+    const int g = threadIdx.x / 32, r = threadIdx.x % 32;
+    const int b = blockIdx.x * G + g;
     int nb = 0, c0 = 0;
-    if (!locate(n, info, b, s, nmax, step, nb, c0)) return;  // uniform over the block
-    const int w = min(K, nb - c0);
+    if (b >= count || !locate(n, info, b, s, nmax, step, nb, c0)) return;  // uniform over the warp
     const int ld = lda[b];
-    T* a = A[b];
-    __shared__ T sP[K * LK];
-    __shared__ T sC[K * LK];
-    __shared__ T sCol[2][K];
-
-    const int tid = threadIdx.x;
-    const int tx = tid % 8, ty = tid / 8;  // rows tx + 8p, columns ty + 8q
-    load_tile<T, K, K, kDiagThreads>(sC, LK, false, a, ld, trans, c0, c0, w, w, true);
-    __syncthreads();  // sC is updated below by other threads than those that loaded it
-    T acc[4][4];
-#pragma unroll
-    for (int p = 0; p < 4; ++p)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) acc[p][q] = T(0);
-    for (int l0 = 0; l0 < c0; l0 += K) {
-        load_tile<T, K, K, kDiagThreads>(sP, LK, false, a, ld, trans, c0, l0, w, K, false);
-        __syncthreads();
-#pragma unroll 8
-        for (int l = 0; l < K; ++l) {
-            T ai[4], aj[4];
-#pragma unroll
-            for (int p = 0; p < 4; ++p) {
-                ai[p] = sP[tx + 8 * p + l * LK];
-                aj[p] = sP[ty + 8 * p + l * LK];
-            }
-#pragma unroll
-            for (int p = 0; p < 4; ++p)
-#pragma unroll
-                for (int q = 0; q < 4; ++q) acc[p][q] += ai[p] * aj[q];
-        }
-        __syncthreads();
-    }
-#pragma unroll
-    for (int p = 0; p < 4; ++p)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const int i = tx + 8 * p, j = ty + 8 * q;
-            if (i >= j && i < w) sC[i + j * LK] -= acc[p][q];
-        }
-    __syncthreads();
-
-    if (tid < 32) {  // one warp factors C; rows r >= w are rows of the identity
-        const int r = tid;
-        T row[K];
-#pragma unroll
-        for (int j = 0; j < K; ++j) row[j] = j <= r ? sC[r + j * LK] : T(0);
-        int fail = 0;
-#pragma unroll
-        for (int j = 0; j < K; ++j) {
-            const T d = __shfl_sync(0xffffffffu, row[j], j);
-            if (fail == 0 && !(d > T(0))) fail = j + 1;  // not positive, or NaN: LAPACK's test
-            T* col = sCol[j & 1];                        // two buffers: step j+1 writes while step j's may be read
-            if (fail == 0) {                             // uniform over the warp
-                if (r >= j) {
-                    row[j] *= T(1) / sqrt(d);
-                    col[r] = row[j];
-                }
-                __syncwarp();
-#pragma unroll
-                for (int k = j + 1; k < K; ++k)
-                    if (k <= r) row[k] -= row[j] * col[k];
-            }
-        }
-        __syncwarp();
-#pragma unroll
-        for (int j = 0; j < K; ++j)
-            if (j <= r) sC[r + j * LK] = row[j];
-        if (r == 0 && fail != 0) info[b] = c0 + fail;
-    }
-    __syncthreads();
-    store_tile<T, K, K, kDiagThreads>(sC, LK, a, ld, trans, c0, c0, w, w, true);
+    const int fail = detail::leaf_factor<T, K, K, true>(A[b] + at(trans, ld, c0, c0), ld, trans, min(K, nb - c0), r,
+                                                        0xffffffffu, s_mat[g], s_col[g]);
+    if (r == 0 && fail != 0) info[b] = c0 + fail;
 }
 
 // ---- The rows below the diagonal block: left-looking update and triangular solve -----------
@@ -246,6 +186,40 @@ __global__ void __launch_bounds__(kPanelThreads)
     }
     __syncthreads();
     store_tile<T, R, K, kPanelThreads>(sR, LR, a, ld, trans, r0, c0, m, K, false);
+
+    // The diagonal blocks of these rows, right-looking: D_h -= X_h X_h^T for the two 32-row
+    // halves h of X (rows tx + 16p are in half p / 2), so that a later step's diagonal kernel
+    // finds its block updated by every column block before it and only factors it.
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[p][q] = T(0);
+#pragma unroll 8
+    for (int l = 0; l < K; ++l) {
+        T ai[4], b0[4], b1[4];
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+            ai[p] = sR[tx + 16 * p + l * LR];
+            b0[p] = sR[ty + 8 * p + l * LR];
+            b1[p] = sR[K + ty + 8 * p + l * LR];
+        }
+#pragma unroll
+        for (int p = 0; p < 4; ++p)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[p][q] += ai[p] * (p < 2 ? b0[q] : b1[q]);
+    }
+    __syncthreads();  // every thread has read X
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) sR[tx + 16 * p + (ty + 8 * q) * LR] = acc[p][q];
+    __syncthreads();
+    for (int e = tid; e < R * K; e += kPanelThreads) {  // coalesced in either storage
+        const int i = trans ? e / K : e % R;
+        const int j = trans ? e % K : e / R;
+        const int h = i / K;
+        if (i < m && j <= i - h * K) a[at(trans, ld, r0 + i, r0 + h * K + j)] -= sR[i + j * LR];
+    }
 }
 
 // ---- The solve -------------------------------------------------------------------------------
@@ -396,8 +370,8 @@ void vpotrf(const Launch& launch, Uplo uplo, Schedule schedule, int nmax, const 
     const bool trans = uplo == Uplo::upper;
     const int steps = vsteps(nmax);
     for (int step = 0; step < steps; ++step) {
-        vpotrf_diag_kernel<T><<<static_cast<unsigned>(count), kDiagThreads, 0, launch.stream>>>(A, n, lda, trans, info,
-                                                                                                schedule, nmax, step);
+        vpotrf_diag_kernel<T><<<detail::ceil_div(count, kDiagThreads / 32), kDiagThreads, 0, launch.stream>>>(
+            A, n, lda, trans, info, schedule, nmax, step, count);
         detail::check_launch("vpotrf diagonal kernel");
         // The most rows below the diagonal block any matrix has at this step: the largest
         // order under ssde; under dsse a matrix with s steps left has at most 32 (s - 1).
