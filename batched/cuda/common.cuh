@@ -71,6 +71,15 @@ __device__ inline void cp_async(T* smem, const T* gmem) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(sizeof(T)));
 }
 
+/// cp_async of one element, or zeros into smem (nothing read) when !valid; gmem must still be a
+/// valid address then (any element of the same array).
+template <class T>
+__device__ inline void cp_async_zfill(T* smem, const T* gmem, bool valid) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    const unsigned bytes = valid ? sizeof(T) : 0u;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(gmem), "n"(sizeof(T)), "r"(bytes));
+}
+
 /// Opts `kernel` in to all the dynamic shared memory the current device allows it beside its
 /// static shared memory, for launches above the default 48 KiB. Never to one launch's request:
 /// host threads launching the kernel with different sizes at once would shrink each other's
@@ -85,6 +94,19 @@ void opt_in_shared(Kernel* kernel, const char* what) {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                optin - static_cast<int>(attr.sharedSizeBytes)),
           what);
+}
+
+/// D = A B + D for one 8 x 8 x 4 product on the FP64 tensor cores (mma.m8n8k4): lane (g, q) =
+/// (lane / 4, lane % 4) holds A(g, q), B(q, g) and D(g, 2q), D(g, 2q + 1). Staged operands read
+/// conflict-free when their leading dimension is 4 more than a multiple of 16 entries.
+__device__ __forceinline__ void dmma_8x8x4(double (&d)[2], double a, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+        : "+d"(d[0]), "+d"(d[1])
+        : "d"(a), "d"(b));
+#else
+    __trap();  // not built for such devices (sm_90 only); kept so that the code compiles
+#endif
 }
 
 }  // namespace starfact::batched::cuda::detail

@@ -126,7 +126,7 @@ __device__ __forceinline__ T vat(const T* v, int ld, int r, int k, int mp, int i
 }
 
 template <class T>
-__global__ void __launch_bounds__(kUpdateThreads)
+__global__ void __launch_bounds__(kUpdateThreads, 4)
     vgeqrf_update_kernel(T* const* A, const int* m, const int* n, const int* lda, const T* Tws, Schedule s, int kmax,
                          int step) {
     __shared__ T sV[K * LK];
@@ -144,15 +144,43 @@ __global__ void __launch_bounds__(kUpdateThreads)
     T* v = A[b] + c0 + static_cast<long long>(c0) * ld;
     T* C = A[b] + c0 + static_cast<long long>(cc) * ld;
     const int tid = threadIdx.x, tx = tid & 31, ty = tid >> 5;  // 8 groups of 32
+    constexpr int E = K * K / kUpdateThreads;  // staged entries per thread and tile
+    // Staged entry e = tid + kUpdateThreads i of a chunk: row e % K, column e / K. The next
+    // chunk's entries are read into registers while this one is multiplied.
+    T rv[E], rc[E];
+    auto read_v = [&](int r0) {
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+            const int e = tid + kUpdateThreads * i;
+            rv[i] = vat(v, ld, r0 + e % K, e / K, mp, iw);
+        }
+    };
+    auto read_c = [&](int r0) {
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+            const int e = tid + kUpdateThreads * i, r = r0 + e % K, j = e / K;
+            rc[i] = (r < mp && j < wc) ? C[r + static_cast<long long>(j) * ld] : T(0);
+        }
+    };
+    auto stage = [&](T* sm, const T(&rx)[E]) {
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+            const int e = tid + kUpdateThreads * i;
+            sm[e % K + LK * (e / K)] = rx[i];
+        }
+    };
     // W = V^T C: thread (tx, ty) owns W(ty + 8 q, tx).
     T acc[4] = {0, 0, 0, 0};
+    read_v(0);
+    read_c(0);
     for (int r0 = 0; r0 < mp; r0 += K) {
-        for (int e = tid; e < K * K; e += kUpdateThreads) {
-            const int i = e % K, j = e / K;
-            sV[i + LK * j] = vat(v, ld, r0 + i, j, mp, iw);
-            sC[i + LK * j] = (r0 + i < mp && j < wc) ? C[r0 + i + static_cast<long long>(j) * ld] : T(0);
-        }
+        stage(sV, rv);
+        stage(sC, rc);
         __syncthreads();
+        if (r0 + K < mp) {
+            read_v(r0 + K);
+            read_c(r0 + K);
+        }
 #pragma unroll 8
         for (int i = 0; i < K; ++i) {
             const T c = sC[i + LK * tx];
@@ -181,26 +209,38 @@ __global__ void __launch_bounds__(kUpdateThreads)
     __syncthreads();
 #pragma unroll
     for (int q = 0; q < 4; ++q) sW[ty + 8 * q + LK * tx] = w2[q];
-    __syncthreads();
-    // C -= V W: thread (tx, ty) updates rows r0 + tx, columns ty + 8 q.
+    // C -= V W: thread (tx, ty) updates rows r0 + tx, columns ty + 8 q (their values read with
+    // the chunk's V, one chunk ahead).
+    T cn[4];
+    auto read_own = [&](int r0) {
+        const int r = r0 + tx;
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            cn[q] = (r < mp && ty + 8 * q < wc) ? C[r + static_cast<long long>(ty + 8 * q) * ld] : T(0);
+    };
+    read_v(0);
+    read_own(0);
     for (int r0 = 0; r0 < mp; r0 += K) {
-        for (int e = tid; e < K * K; e += kUpdateThreads) {
-            const int i = e % K, j = e / K;
-            sV[i + LK * j] = vat(v, ld, r0 + i, j, mp, iw);
-        }
+        __syncthreads();  // sV free (and, the first time, sW complete)
+        stage(sV, rv);
+        T u[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) u[q] = cn[q];
         __syncthreads();
-        T u[4] = {0, 0, 0, 0};
+        if (r0 + K < mp) {
+            read_v(r0 + K);
+            read_own(r0 + K);
+        }
         for (int k = 0; k < iw; ++k) {
             const T vk = sV[tx + LK * k];
 #pragma unroll
-            for (int q = 0; q < 4; ++q) u[q] += vk * sW[k + LK * (ty + 8 * q)];
+            for (int q = 0; q < 4; ++q) u[q] -= vk * sW[k + LK * (ty + 8 * q)];
         }
         const int r = r0 + tx;
         if (r < mp)
 #pragma unroll
             for (int q = 0; q < 4; ++q)
-                if (ty + 8 * q < wc) C[r + static_cast<long long>(ty + 8 * q) * ld] -= u[q];
-        __syncthreads();
+                if (ty + 8 * q < wc) C[r + static_cast<long long>(ty + 8 * q) * ld] = u[q];
     }
 }
 

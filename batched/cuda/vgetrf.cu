@@ -110,14 +110,6 @@ constexpr std::size_t stripe_smem_bytes() {
     return 3 * sizeof(T) * static_cast<std::size_t>(K) * kStripeLd;
 }
 
-/// D = A B + D for one 8 x 8 x 4 product on the FP64 tensor cores (mma.m8n8k4): lane (g, q) =
-/// (lane / 4, lane % 4) holds A(g, q), B(q, g) and D(g, 2q), D(g, 2q + 1).
-__device__ __forceinline__ void dmma_8x8x4(double (&d)[2], double a, double b) {
-    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-        : "+d"(d[0]), "+d"(d[1])
-        : "d"(a), "d"(b));
-}
-
 /// Per matrix in the workspace: the number of moved rows, then 2K sources, then 2K
 /// destinations (rows relative to c0).
 constexpr int kSwapStride = 1 + 4 * K + 3;
@@ -549,7 +541,7 @@ __global__ void __launch_bounds__(kUpdateThreads, MINB)
 #pragma unroll
                 for (int R = 0; R < 2; ++R)
 #pragma unroll
-                    for (int C = 0; C < 4; ++C) dmma_8x8x4(c[R][C], af[R], bf[C]);
+                    for (int C = 0; C < 4; ++C) detail::dmma_8x8x4(c[R][C], af[R], bf[C]);
             }
         };
         auto store_tile = [&](const double(&c)[2][4][2], int i0) {

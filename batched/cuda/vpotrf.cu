@@ -43,6 +43,11 @@ constexpr int kDiagThreads = 128;
 constexpr int kPanelRows = 64;
 /// Threads of the panel kernel: 16 x 8 threads, a 4 x 4 tile of the 64 x 32 product each.
 constexpr int kPanelThreads = 128;
+/// Dynamic shared memory of the panel kernel: two buffers of a kPanelRows x K and a K x K tile.
+template <class T>
+constexpr std::size_t panel_smem_bytes() {
+    return 2 * sizeof(T) * static_cast<std::size_t>(K) * (kPanelRows + 1 + LK);
+}
 /// Right-hand sides per warp and warps per block of the solve.
 constexpr int kSolveCols = 4;
 
@@ -78,6 +83,20 @@ __device__ __forceinline__ void store_tile(const T* s, int ls, T* a, int ld, boo
         const int i = trans ? e / COLS : e % ROWS;
         const int j = trans ? e % COLS : e / ROWS;
         if (i < mr && j < mc && (!tri || i >= j)) a[at(trans, ld, row0 + i, col0 + j)] = s[i + j * ls];
+    }
+}
+
+/// load_tile by asynchronous copies (cp.async; entries outside mr x mc, or above the diagonal
+/// with tri, are zero-filled: tri needs mr = mc = ROWS = COLS, no diagonal entry outside). The
+/// caller commits and waits.
+template <class T, int ROWS, int COLS, int NT>
+__device__ __forceinline__ void async_tile(T* s, int ls, const T* a, int ld, bool trans, int row0, int col0, int mr,
+                                           int mc, bool tri) {
+    for (int e = threadIdx.x; e < ROWS * COLS; e += NT) {
+        const int i = trans ? e / COLS : e % ROWS;
+        const int j = trans ? e % COLS : e / ROWS;
+        const bool ok = i < mr && j < mc && (!tri || i >= j);
+        detail::cp_async_zfill(s + i + j * ls, ok ? a + at(trans, ld, row0 + i, col0 + j) : a, ok);
     }
 }
 
@@ -131,8 +150,12 @@ __global__ void __launch_bounds__(kPanelThreads)
     const int m = min(R, nb - r0);
     const int ld = lda[b];
     T* a = A[b];
-    __shared__ T sR[K * LR];  // a chunk of L(rows, :), then X
-    __shared__ T sD[K * LK];  // a chunk of L(c0:c0+K, :), then L11
+    // Two buffers of a chunk of L(rows, :) and of L(c0:c0+K, :): chunk t + 1 is copied in
+    // (cp.async) while chunk t is multiplied; the last chunk (t = c0 / K) is A(rows, c0:c0+K),
+    // then X, and L11.
+    extern __shared__ __align__(16) unsigned char vpotrf_panel_smem[];
+    T* const sRb = reinterpret_cast<T*>(vpotrf_panel_smem);
+    T* const sDb = sRb + 2 * K * LR;
     __shared__ T sDinv[K];
 
     const int tid = threadIdx.x;
@@ -142,10 +165,22 @@ __global__ void __launch_bounds__(kPanelThreads)
     for (int p = 0; p < 4; ++p)
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[p][q] = T(0);
-    for (int l0 = 0; l0 < c0; l0 += K) {
-        load_tile<T, R, K, kPanelThreads>(sR, LR, false, a, ld, trans, r0, l0, m, K, false);
-        load_tile<T, K, K, kPanelThreads>(sD, LK, false, a, ld, trans, c0, l0, K, K, false);
+    const int chunks = c0 / K;
+    auto issue = [&](int t) {
+        T* r = sRb + (t & 1) * K * LR;
+        T* d = sDb + (t & 1) * K * LK;
+        const int col = t < chunks ? t * K : c0;
+        async_tile<T, R, K, kPanelThreads>(r, LR, a, ld, trans, r0, col, m, K, false);
+        async_tile<T, K, K, kPanelThreads>(d, LK, a, ld, trans, c0, col, K, K, t == chunks);
+        detail::cp_async_commit();
+    };
+    issue(0);
+    for (int t = 0; t < chunks; ++t) {
+        issue(t + 1);
+        detail::cp_async_wait_but_one();
         __syncthreads();
+        const T* sR = sRb + (t & 1) * K * LR;
+        const T* sD = sDb + (t & 1) * K * LK;
 #pragma unroll 8
         for (int l = 0; l < K; ++l) {
             T ai[4], bj[4];
@@ -159,10 +194,11 @@ __global__ void __launch_bounds__(kPanelThreads)
 #pragma unroll
                 for (int q = 0; q < 4; ++q) acc[p][q] += ai[p] * bj[q];
         }
-        __syncthreads();
+        __syncthreads();  // buffer t & 1 is refilled at t + 2
     }
-    load_tile<T, R, K, kPanelThreads>(sR, LR, false, a, ld, trans, r0, c0, m, K, false);
-    load_tile<T, K, K, kPanelThreads>(sD, LK, false, a, ld, trans, c0, c0, K, K, true);
+    detail::cp_async_wait_all();
+    T* const sR = sRb + (chunks & 1) * K * LR;
+    const T* const sD = sDb + (chunks & 1) * K * LK;
     __syncthreads();
     if (tid < K) sDinv[tid] = T(1) / sD[tid + tid * LK];
 #pragma unroll
@@ -369,6 +405,13 @@ void vpotrf(const Launch& launch, Uplo uplo, Schedule schedule, int nmax, const 
                   "vpotrf info reset");
     const bool trans = uplo == Uplo::upper;
     const int steps = vsteps(nmax);
+    static const bool opted = [] {
+        detail::check(cudaFuncSetAttribute(vpotrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(panel_smem_bytes<T>())),
+                      "vpotrf panel shared memory");
+        return true;
+    }();
+    (void)opted;
     for (int step = 0; step < steps; ++step) {
         vpotrf_diag_kernel<T><<<detail::ceil_div(count, kDiagThreads / 32), kDiagThreads, 0, launch.stream>>>(
             A, n, lda, trans, info, schedule, nmax, step, count);
@@ -378,7 +421,8 @@ void vpotrf(const Launch& launch, Uplo uplo, Schedule schedule, int nmax, const 
         const int rows = schedule == Schedule::ssde ? nmax - K * (step + 1) : K * (steps - step - 1);
         if (rows <= 0) continue;
         const dim3 grid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(rows, kPanelRows)));
-        vpotrf_panel_kernel<T><<<grid, kPanelThreads, 0, launch.stream>>>(A, n, lda, trans, info, schedule, nmax, step);
+        vpotrf_panel_kernel<T><<<grid, kPanelThreads, panel_smem_bytes<T>(), launch.stream>>>(A, n, lda, trans, info,
+                                                                                             schedule, nmax, step);
         detail::check_launch("vpotrf panel kernel");
     }
 }
