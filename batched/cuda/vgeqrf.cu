@@ -40,6 +40,9 @@ constexpr int K = kVBlock;
 constexpr int LK = K + 1;
 constexpr int kPanelWarps = 8;  ///< 4 measured 9-37% slower on the H100 (docs/batched.md)
 constexpr int kUpdateThreads = 256;
+/// Register bound of the update kernel: blocks per SM (80 registers at 3; at 4, 64 registers
+/// and spills: H200 DSSE uniform 512 43.8 against 34.8 ms).
+constexpr int kUpdateBlocksPerSm = 3;
 constexpr int kSolveWarps = 4;
 /// A panel is staged in shared memory when the step's rows take at most this many bytes.
 constexpr int kPanelSmemBytes = 96 * 1024;
@@ -125,14 +128,23 @@ __device__ __forceinline__ T vat(const T* v, int ld, int r, int k, int mp, int i
     return r == k ? T(1) : v[r + static_cast<long long>(k) * ld];
 }
 
+/// kUpdateThreads threads per (matrix, 32 trailing columns): C -= V (T^T (V^T C)).
+/// W = V^T C over 32-row chunks of V and C staged in shared memory, split over the rows: the
+/// four groups of 64 threads take 8 rows of each chunk, each thread a 4 x 4 tile of W, and the
+/// four partial W are summed at the end. Then W <- T^T W. Then C -= V W over 64-row chunks of V,
+/// each thread 2 rows x 4 columns of C. Every pass reads its next chunk (and, in the last, the
+/// thread's own C entries) into registers while the current one is multiplied.
 template <class T>
-__global__ void __launch_bounds__(kUpdateThreads, 4)
+__global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
     vgeqrf_update_kernel(T* const* A, const int* m, const int* n, const int* lda, const T* Tws, Schedule s, int kmax,
                          int step) {
-    __shared__ T sV[K * LK];
-    __shared__ T sC[K * LK];
+    constexpr int NT = kUpdateThreads;
+    constexpr int L2K = 2 * K + 1;   // leading dimension of a staged 64-row chunk of V
+    __shared__ T sX[2 * K * LK];     // V and C chunks (32 rows), partial W, or a 64-row V chunk
     __shared__ T sW[K * LK];
     __shared__ T sT[K * LK];
+    T* const sV = sX;
+    T* const sC = sX + K * LK;
     const int b = blockIdx.x;
     int mb, nb, c0, iw;
     if (!locate(m, n, b, s, kmax, step, mb, nb, c0, iw)) return;
@@ -143,61 +155,91 @@ __global__ void __launch_bounds__(kUpdateThreads, 4)
     const int mp = mb - c0;
     T* v = A[b] + c0 + static_cast<long long>(c0) * ld;
     T* C = A[b] + c0 + static_cast<long long>(cc) * ld;
-    const int tid = threadIdx.x, tx = tid & 31, ty = tid >> 5;  // 8 groups of 32
-    constexpr int E = K * K / kUpdateThreads;  // staged entries per thread and tile
-    // Staged entry e = tid + kUpdateThreads i of a chunk: row e % K, column e / K. The next
-    // chunk's entries are read into registers while this one is multiplied.
-    T rv[E], rc[E];
-    auto read_v = [&](int r0) {
+    const int tid = threadIdx.x;
+    constexpr int E = K * K / NT;  // staged entries per thread and 32-row chunk
+    // Staged entry e = tid + NT i of a chunk of `rows` rows: row e % rows, column e / rows.
+    T rv[2 * E], rc[E];
+    auto read_v = [&](int r0, int rows, int entries) {
 #pragma unroll
-        for (int i = 0; i < E; ++i) {
-            const int e = tid + kUpdateThreads * i;
-            rv[i] = vat(v, ld, r0 + e % K, e / K, mp, iw);
-        }
+        for (int i = 0; i < 2 * E; ++i)
+            if (i < entries) {
+                const int e = tid + NT * i;
+                rv[i] = vat(v, ld, r0 + e % rows, e / rows, mp, iw);
+            }
     };
     auto read_c = [&](int r0) {
 #pragma unroll
         for (int i = 0; i < E; ++i) {
-            const int e = tid + kUpdateThreads * i, r = r0 + e % K, j = e / K;
+            const int e = tid + NT * i, r = r0 + e % K, j = e / K;
             rc[i] = (r < mp && j < wc) ? C[r + static_cast<long long>(j) * ld] : T(0);
         }
     };
-    auto stage = [&](T* sm, const T(&rx)[E]) {
-#pragma unroll
-        for (int i = 0; i < E; ++i) {
-            const int e = tid + kUpdateThreads * i;
-            sm[e % K + LK * (e / K)] = rx[i];
-        }
-    };
-    // W = V^T C: thread (tx, ty) owns W(ty + 8 q, tx).
-    T acc[4] = {0, 0, 0, 0};
-    read_v(0);
+
+    // W = V^T C: group gk = tid / 64 takes rows 8 gk .. 8 gk + 7 of each chunk; thread (kx, cx)
+    // of the group a partial W(kx + 8p, cx + 8q).
+    const int gk = tid / 64, kx = tid % 8, cx = tid % 64 / 8;
+    T acc[4][4] = {};
+    read_v(0, K, E);
     read_c(0);
     for (int r0 = 0; r0 < mp; r0 += K) {
-        stage(sV, rv);
-        stage(sC, rc);
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+            const int e = tid + NT * i;
+            sV[e % K + LK * (e / K)] = rv[i];
+            sC[e % K + LK * (e / K)] = rc[i];
+        }
         __syncthreads();
         if (r0 + K < mp) {
-            read_v(r0 + K);
+            read_v(r0 + K, K, E);
             read_c(r0 + K);
         }
-#pragma unroll 8
-        for (int i = 0; i < K; ++i) {
-            const T c = sC[i + LK * tx];
 #pragma unroll
-            for (int q = 0; q < 4; ++q) acc[q] += sV[i + LK * (ty + 8 * q)] * c;
+        for (int i = 0; i < 8; ++i) {
+            const int l = 8 * gk + i;
+            T a[4], c[4];
+#pragma unroll
+            for (int p = 0; p < 4; ++p) {
+                a[p] = sV[l + LK * (kx + 8 * p)];
+                c[p] = sC[l + LK * (cx + 8 * p)];
+            }
+#pragma unroll
+            for (int p = 0; p < 4; ++p)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) acc[p][q] += a[p] * c[q];
         }
         __syncthreads();
     }
+    // The four partial W summed: groups 2 and 3 hand theirs to 0 and 1, then 1 to 0.
+    auto tile = [&](T* buf, int mode) {  // mode 0: store, 1: add from buf
 #pragma unroll
-    for (int q = 0; q < 4; ++q) sW[ty + 8 * q + LK * tx] = acc[q];
+        for (int p = 0; p < 4; ++p)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                T& x = buf[kx + 8 * p + LK * (cx + 8 * q)];
+                if (mode == 0)
+                    x = acc[p][q];
+                else
+                    acc[p][q] += x;
+            }
+    };
+    if (gk >= 2) tile(gk == 2 ? sV : sC, 0);
+    __syncthreads();
+    if (gk < 2) tile(gk == 0 ? sV : sC, 1);
+    __syncthreads();
+    if (gk == 1) tile(sV, 0);
+    __syncthreads();
+    if (gk == 0) {
+        tile(sV, 1);
+        tile(sW, 0);
+    }
     const T* Tb = Tws + static_cast<long long>(b) * K * K;
-    for (int e = tid; e < K * K; e += kUpdateThreads) {
+    for (int e = tid; e < K * K; e += NT) {
         const int i = e % K, j = e / K;
         sT[i + LK * j] = (i < iw && j < iw && i <= j) ? Tb[i + K * j] : T(0);
     }
     __syncthreads();
-    // W <- T^T W: W(k, c) = sum_{l <= k} T(l, k) W(l, c).
+    // W <- T^T W: W(k, c) = sum_{l <= k} T(l, k) W(l, c); thread (tx, ty) owns W(ty + 8q, tx).
+    const int tx = tid & 31, ty = tid >> 5;
     T w2[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
@@ -209,38 +251,55 @@ __global__ void __launch_bounds__(kUpdateThreads, 4)
     __syncthreads();
 #pragma unroll
     for (int q = 0; q < 4; ++q) sW[ty + 8 * q + LK * tx] = w2[q];
-    // C -= V W: thread (tx, ty) updates rows r0 + tx, columns ty + 8 q (their values read with
-    // the chunk's V, one chunk ahead).
-    T cn[4];
+
+    // C -= V W over 64-row chunks: thread (tx, ty) updates rows r0 + tx and r0 + 32 + tx,
+    // columns ty + 8q.
+    T cn[2][4];
     auto read_own = [&](int r0) {
-        const int r = r0 + tx;
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
-            cn[q] = (r < mp && ty + 8 * q < wc) ? C[r + static_cast<long long>(ty + 8 * q) * ld] : T(0);
-    };
-    read_v(0);
-    read_own(0);
-    for (int r0 = 0; r0 < mp; r0 += K) {
-        __syncthreads();  // sV free (and, the first time, sW complete)
-        stage(sV, rv);
-        T u[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) u[q] = cn[q];
-        __syncthreads();
-        if (r0 + K < mp) {
-            read_v(r0 + K);
-            read_own(r0 + K);
-        }
-        for (int k = 0; k < iw; ++k) {
-            const T vk = sV[tx + LK * k];
-#pragma unroll
-            for (int q = 0; q < 4; ++q) u[q] -= vk * sW[k + LK * (ty + 8 * q)];
-        }
-        const int r = r0 + tx;
-        if (r < mp)
+        for (int h = 0; h < 2; ++h) {
+            const int r = r0 + K * h + tx;
 #pragma unroll
             for (int q = 0; q < 4; ++q)
-                if (ty + 8 * q < wc) C[r + static_cast<long long>(ty + 8 * q) * ld] = u[q];
+                cn[h][q] = (r < mp && ty + 8 * q < wc) ? C[r + static_cast<long long>(ty + 8 * q) * ld] : T(0);
+        }
+    };
+    read_v(0, 2 * K, 2 * E);
+    read_own(0);
+    for (int r0 = 0; r0 < mp; r0 += 2 * K) {
+        __syncthreads();  // sX free (and, the first time, sW complete)
+#pragma unroll
+        for (int i = 0; i < 2 * E; ++i) {
+            const int e = tid + NT * i;
+            sX[e % (2 * K) + L2K * (e / (2 * K))] = rv[i];
+        }
+        T u[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) u[h][q] = cn[h][q];
+        __syncthreads();
+        if (r0 + 2 * K < mp) {
+            read_v(r0 + 2 * K, 2 * K, 2 * E);
+            read_own(r0 + 2 * K);
+        }
+        for (int k = 0; k < iw; ++k) {
+            const T v0 = sX[tx + L2K * k], v1 = sX[K + tx + L2K * k];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const T wq = sW[k + LK * (ty + 8 * q)];
+                u[0][q] -= v0 * wq;
+                u[1][q] -= v1 * wq;
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = r0 + K * h + tx;
+            if (r < mp)
+#pragma unroll
+                for (int q = 0; q < 4; ++q)
+                    if (ty + 8 * q < wc) C[r + static_cast<long long>(ty + 8 * q) * ld] = u[h][q];
+        }
     }
 }
 
