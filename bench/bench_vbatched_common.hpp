@@ -200,18 +200,39 @@ struct PerMatrix {
     std::size_t total() const { return off.back(); }
 };
 
-/// The batch padded to nmax x nmax matrices (identity below and right of each): the original,
-/// the work copy and its strided pointer array, the fixed-size kernels' input.
-struct PaddedBatch {
+/// count matrices of per elements each, one after the other on the device: the original, the
+/// work copy and its strided pointer array (the fixed-size kernels' input); restore() copies
+/// the original over the work copy.
+struct StridedBatch {
     std::size_t per;
     int count;
     double* d_orig;
     double* d_work;
     double** d_ptrs;
 
-    PaddedBatch(const PackedBatch& b, int nmax) : per(std::size_t(nmax) * nmax), count(b.count) {
+    StridedBatch(std::size_t per_matrix, int matrices) : per(per_matrix), count(matrices) {
         d_orig = device_alloc<double>(per * count);
         d_work = device_alloc<double>(per * count);
+        d_ptrs = device_alloc<double*>(count);
+        batched::cuda::strided_pointers<double>(d_ptrs, d_work, static_cast<long long>(per), count, nullptr);
+    }
+    ~StridedBatch() {
+        cudaFree(d_ptrs);
+        cudaFree(d_work);
+        cudaFree(d_orig);
+    }
+    StridedBatch(const StridedBatch&) = delete;
+    StridedBatch& operator=(const StridedBatch&) = delete;
+
+    void restore() const {
+        check(cudaMemcpyAsync(d_work, d_orig, sizeof(double) * per * count, cudaMemcpyDeviceToDevice, nullptr),
+              "cudaMemcpyAsync");
+    }
+};
+
+/// The batch padded to nmax x nmax matrices (identity below and right of each).
+struct PaddedBatch : StridedBatch {
+    PaddedBatch(const PackedBatch& b, int nmax) : StridedBatch(std::size_t(nmax) * nmax, b.count) {
         std::vector<double> eye(per, 0.0);
         for (int i = 0; i < nmax; ++i) eye[i + std::size_t(i) * nmax] = 1.0;
         upload(d_orig, eye);
@@ -224,37 +245,18 @@ struct PaddedBatch {
                                         sizeof(double) * b.ld[k], sizeof(double) * b.n[k], b.n[k],
                                         cudaMemcpyDeviceToDevice, nullptr),
                       "cudaMemcpy2DAsync");
-        d_ptrs = device_alloc<double*>(count);
-        batched::cuda::strided_pointers<double>(d_ptrs, d_work, static_cast<long long>(per), count, nullptr);
-    }
-    ~PaddedBatch() {
-        cudaFree(d_ptrs);
-        cudaFree(d_work);
-        cudaFree(d_orig);
-    }
-    PaddedBatch(const PaddedBatch&) = delete;
-    PaddedBatch& operator=(const PaddedBatch&) = delete;
-
-    void restore() const {
-        check(cudaMemcpyAsync(d_work, d_orig, sizeof(double) * per * count, cudaMemcpyDeviceToDevice, nullptr),
-              "cudaMemcpyAsync");
     }
 };
 
 /// The "same count" yardstick: as many matrices as the batch, all of one order n_eq =
 /// round(cbrt(mean of n^3)) (the same count and, up to the rounding, the same flops), each the
-/// leading n_eq x n_eq block of a source matrix (SPD sources give SPD blocks); the original, the
-/// work copy and its strided pointer array.
-struct SameOrderBatch {
+/// leading n_eq x n_eq block of a source matrix (SPD sources give SPD blocks).
+struct SameOrderBatch : StridedBatch {
     int order;
-    int count;
-    std::size_t per;
-    double* d_orig;
-    double* d_work;
-    double** d_ptrs;
 
     SameOrderBatch(const std::vector<int>& n, const std::vector<std::vector<double>>& src, int nmax)
-        : order(equal_order(n)), count(static_cast<int>(n.size())), per(std::size_t(order) * order) {
+        : StridedBatch(std::size_t(equal_order(n)) * equal_order(n), static_cast<int>(n.size())),
+          order(equal_order(n)) {
         std::vector<double> h(per * count);
         parallel_for(count, [&](int b) {
             const auto& S = src[b % src.size()];
@@ -262,28 +264,13 @@ struct SameOrderBatch {
                 std::copy(S.begin() + std::size_t(j) * nmax, S.begin() + std::size_t(j) * nmax + order,
                           h.begin() + per * b + std::size_t(j) * order);
         });
-        d_orig = device_alloc<double>(per * count);
-        d_work = device_alloc<double>(per * count);
         upload(d_orig, h);
-        d_ptrs = device_alloc<double*>(count);
-        batched::cuda::strided_pointers<double>(d_ptrs, d_work, static_cast<long long>(per), count, nullptr);
     }
-    ~SameOrderBatch() {
-        cudaFree(d_ptrs);
-        cudaFree(d_work);
-        cudaFree(d_orig);
-    }
-    SameOrderBatch(const SameOrderBatch&) = delete;
-    SameOrderBatch& operator=(const SameOrderBatch&) = delete;
 
     static int equal_order(const std::vector<int>& n) {
         double n3 = 0;
         for (int x : n) n3 += double(x) * x * x;
         return std::max(1, static_cast<int>(std::lround(std::cbrt(n3 / std::max<std::size_t>(n.size(), 1)))));
-    }
-    void restore() const {
-        check(cudaMemcpyAsync(d_work, d_orig, sizeof(double) * per * count, cudaMemcpyDeviceToDevice, nullptr),
-              "cudaMemcpyAsync");
     }
 };
 
