@@ -145,6 +145,10 @@ TYPED_TEST(VBatchedCuda, EveryOrderAndSmallCounts) {
             this->factor_and_check(make_spd_case<T>(uplo, {37}, false, this->seed() + 1), s);
             this->factor_and_check(make_spd_case<T>(uplo, {45}, true, this->seed() + 2), s);  // the single one fails
             this->factor_and_check(make_spd_case<T>(uplo, {3, 0, 1, 64, 65, 2, 96}, true, this->seed() + 3), s);
+            // 10000 matrices (NMAX 96, failures planted): many blocks per SM at every step.
+            this->factor_and_check(make_spd_case<T>(uplo, draw_sizes(false, 96, 10000, this->seed() + 6), true,
+                                                    this->seed() + 6),
+                                   s);
             if (this->HasFailure()) return;
         }
 }
@@ -397,6 +401,9 @@ TYPED_TEST(VBatchedLuCuda, EveryOrderAndSmallCounts) {
         // Panels taller than the register panel's 512 rows: the global-memory panel kernel.
         this->factor_and_check(make_lu_case<T>({600, 40, 513, 0, 530}, true, this->seed() + 5), s);
         this->factor_and_check(make_lu_case<T>(std::vector<int>(5, 0), false, this->seed() + 4), s);
+        // 10000 matrices (NMAX 96, singular ones planted): many blocks per SM at every step.
+        this->factor_and_check(make_lu_case<T>(draw_sizes(false, 96, 10000, this->seed() + 6), true, this->seed() + 6),
+                               s);
         bc::vgetrf<T>(this->launch(), s, 8, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
         if (this->HasFailure()) return;
     }
@@ -768,6 +775,11 @@ TYPED_TEST(VBatchedQrCuda, EveryShapeAndSmallCounts) {
         std::vector<int> mm(m.end() - count, m.end()), nn(n.end() - count, n.end());
         const auto B = random_batch<T>(mm, nn, this->seed() + 1);
         for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) this->factor_and_check(B, s);
+    }
+    {  // 10000 square matrices, NMAX 96: many blocks per SM at every step
+        const auto sizes = draw_sizes(false, 96, 10000, this->seed() + 2);
+        const auto C = random_batch<T>(sizes, sizes, this->seed() + 2);
+        for (auto s : {bc::Schedule::ssde, bc::Schedule::dsse}) this->factor_and_check(C, s);
     }
     // An empty batch launches nothing.
     bc::vgeqrf<T>(this->launch(), bc::Schedule::dsse, bc::VQrBounds{}, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
