@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
                 const double t = bench::time_on_device(
                     reps, [&] { upload(rhs.d_data, hb); },
                     [&] {
-                        bc::vgeqrs<double>(launch, bounds, a.d_n, a.d_n, 1, a.d_ptrs, a.d_ld, d_tptrs, rhs.d_ptrs, a.d_ld,
-                                           a.d_info, count);
+                        bc::vgeqrs<double>(launch, bounds, a.d_n, a.d_n, 1, a.d_ptrs, a.d_ld, d_tptrs, rhs.d_ptrs,
+                                           a.d_ld, a.d_info, count);
                     });
                 pts.record("vgeqrs", "starfact", t, rflops, {{"nrhs", 1}});
             }
@@ -118,9 +118,9 @@ int main(int argc, char** argv) {
                     const std::size_t wse = bc::geqrf_workspace<double>(neq, neq, count);
                     void* d_wse = wse > 0 ? device_alloc<char>(wse) : nullptr;
                     bc::Launch el{nullptr, blas, d_wse, wse};
-                    const double ts = bench::time_on_device(reps, [&] { eq.restore(); }, [&] {
-                        bc::geqrf<double>(el, neq, neq, eq.d_ptrs, neq, d_pad_tau, count);
-                    });
+                    const double ts = bench::time_on_device(
+                        reps, [&] { eq.restore(); },
+                        [&] { bc::geqrf<double>(el, neq, neq, eq.d_ptrs, neq, d_pad_tau, count); });
                     pts.record("vgeqrf", "fixed_same_count", ts, count * batched::geqrf_flops(neq, neq),
                                {{"fixed_order", neq}});
                     cudaFree(d_wse);

@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
                 const double t = bench::time_on_device(
                     reps, [&] { upload(rhs.d_data, hb); },
                     [&] {
-                        bc::vgetrs<double>(launch, nmax, a.d_n, 1, a.d_ptrs, a.d_ld, d_pptrs, rhs.d_ptrs, a.d_ld, count);
+                        bc::vgetrs<double>(launch, nmax, a.d_n, 1, a.d_ptrs, a.d_ld, d_pptrs, rhs.d_ptrs, a.d_ld,
+                                           count);
                     });
                 pts.record("vgetrs", "starfact", t, rflops, {{"nrhs", 1}});
             }
@@ -139,9 +140,9 @@ int main(int argc, char** argv) {
                     const std::size_t wse = bc::getrf_workspace<double>(neq, count);
                     void* d_wse = wse > 0 ? device_alloc<char>(wse) : nullptr;
                     bc::Launch el{nullptr, blas, d_wse, wse};
-                    const double tq = bench::time_on_device(reps, [&] { eq.restore(); }, [&] {
-                        bc::getrf<double>(el, neq, eq.d_ptrs, neq, d_pad_piv, a.d_info, count);
-                    });
+                    const double tq = bench::time_on_device(
+                        reps, [&] { eq.restore(); },
+                        [&] { bc::getrf<double>(el, neq, eq.d_ptrs, neq, d_pad_piv, a.d_info, count); });
                     pts.record("vgetrf", "fixed_same_count", tq, count * 2.0 * neq * neq * neq / 3.0,
                                {{"fixed_order", neq}});
                     cudaFree(d_wse);
@@ -157,8 +158,9 @@ int main(int argc, char** argv) {
                 double* d_lw = device_alloc<double>(std::max(lwork, 1));
                 const double tl = bench::time_on_device(std::max(1, reps / 2), restore, [&] {
                     for (int b = 0; b < count; ++b)
-                        bench::check(cusolverDnDgetrf(solver, n[b], n[b], a.p[b], ld[b], d_lw, d_piv + poff[b], a.d_info + b),
-                                     "cusolverDnDgetrf");
+                        bench::check(
+                            cusolverDnDgetrf(solver, n[b], n[b], a.p[b], ld[b], d_lw, d_piv + poff[b], a.d_info + b),
+                            "cusolverDnDgetrf");
                 });
                 pts.record("vgetrf", "cusolver_loop", tl, flops, {{"failed", a.failed()}});
                 cudaFree(d_lw);

@@ -124,9 +124,9 @@ int main(int argc, char** argv) {
                     const std::size_t wse = bc::potrf_workspace<double>(neq, count);
                     void* d_wse = wse > 0 ? device_alloc<char>(wse) : nullptr;
                     bc::Launch el{nullptr, blas, d_wse, wse};
-                    const double ts = bench::time_on_device(reps, [&] { eq.restore(); }, [&] {
-                        bc::potrf<double>(el, bc::Uplo::lower, neq, eq.d_ptrs, neq, a.d_info, count);
-                    });
+                    const double ts = bench::time_on_device(
+                        reps, [&] { eq.restore(); },
+                        [&] { bc::potrf<double>(el, bc::Uplo::lower, neq, eq.d_ptrs, neq, a.d_info, count); });
                     pts.record("vpotrf", "fixed_same_count", ts, count * double(neq) * neq * neq / 3.0,
                                {{"order", neq}, {"failed", a.failed()}});
                     cudaFree(d_wse);

@@ -362,8 +362,8 @@ public:
                                  {"count", count_},
                                  {"best_alternative", best.first},
                                  {"best_alternative_over_dsse", best.second / time("starfact_dsse")}};
-        std::string line = fmt::format("#   best other / dsse {:.2f} ({})", best.second / time("starfact_dsse"),
-                                       best.first);
+        std::string line =
+            fmt::format("#   best other / dsse {:.2f} ({})", best.second / time("starfact_dsse"), best.first);
         for (const char* y : {"fixed_equal_flops", "fixed_same_count"})
             if (time(y) > 0) {
                 j[std::string(y + 6) + "_over_dsse"] = time(y) / time("starfact_dsse");

@@ -146,9 +146,8 @@ TYPED_TEST(VBatchedCuda, EveryOrderAndSmallCounts) {
             this->factor_and_check(make_spd_case<T>(uplo, {45}, true, this->seed() + 2), s);  // the single one fails
             this->factor_and_check(make_spd_case<T>(uplo, {3, 0, 1, 64, 65, 2, 96}, true, this->seed() + 3), s);
             // 10000 matrices (NMAX 96, failures planted): many blocks per SM at every step.
-            this->factor_and_check(make_spd_case<T>(uplo, draw_sizes(false, 96, 10000, this->seed() + 6), true,
-                                                    this->seed() + 6),
-                                   s);
+            this->factor_and_check(
+                make_spd_case<T>(uplo, draw_sizes(false, 96, 10000, this->seed() + 6), true, this->seed() + 6), s);
             if (this->HasFailure()) return;
         }
 }

@@ -947,8 +947,7 @@ bool launch_potrs_block(cudaStream_t stream, int n, int nrhs, const T* const* A,
                         int ldb, int count) {
     const std::size_t shared = detail::block_shared_bytes<T, R>(n);
     if (shared > kPotrsBlockShared) return false;
-    if (shared > 48 * 1024)
-        detail::opt_in_shared(potrs_block_kernel<T, R>, "potrs (shared memory)");
+    if (shared > 48 * 1024) detail::opt_in_shared(potrs_block_kernel<T, R>, "potrs (shared memory)");
     const dim3 grid(count, detail::ceil_div(nrhs, R));
     potrs_block_kernel<T, R>
         <<<grid, detail::block_trsv_warps(n) * 32, shared, stream>>>(A, lda, trans, n, B, ldb, nrhs);
@@ -1027,8 +1026,8 @@ template <class T>
 void vpotrf_registers(const Launch& launch, Uplo uplo, int nmax, const int* n, T* const* A, const int* lda, int* info,
                       int count) {
     if (count <= 0) return;
-    launch_leaf<T, true>(launch.stream, std::max(nmax, 1), A, make_view(1, uplo == Uplo::upper), n, lda, info, 0,
-                         false, count);
+    launch_leaf<T, true>(launch.stream, std::max(nmax, 1), A, make_view(1, uplo == Uplo::upper), n, lda, info, 0, false,
+                         count);
 }
 
 template <class T>

@@ -139,8 +139,8 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
     vgeqrf_update_kernel(T* const* A, const int* m, const int* n, const int* lda, const T* Tws, Schedule s, int kmax,
                          int step) {
     constexpr int NT = kUpdateThreads;
-    constexpr int L2K = 2 * K + 1;   // leading dimension of a staged 64-row chunk of V
-    __shared__ T sX[2 * K * LK];     // V and C chunks (32 rows), partial W, or a 64-row V chunk
+    constexpr int L2K = 2 * K + 1;  // leading dimension of a staged 64-row chunk of V
+    __shared__ T sX[2 * K * LK];    // V and C chunks (32 rows), partial W, or a 64-row V chunk
     __shared__ T sW[K * LK];
     __shared__ T sT[K * LK];
     T* const sV = sX;

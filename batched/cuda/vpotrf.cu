@@ -119,8 +119,8 @@ __device__ __forceinline__ bool locate(const int* n, const int* info, int b, Sch
 /// sets info and ends that matrix: the later kernels skip it.
 template <class T>
 __global__ void __launch_bounds__(kDiagThreads)
-    vpotrf_diag_kernel(T* const* A, const int* n, const int* lda, bool trans, int* info, Schedule s, int nmax,
-                       int step, int count) {
+    vpotrf_diag_kernel(T* const* A, const int* n, const int* lda, bool trans, int* info, Schedule s, int nmax, int step,
+                       int count) {
     constexpr int G = kDiagThreads / 32;
     __shared__ T s_mat[G][K * LK];
     __shared__ T s_col[G][2 * K];
@@ -405,13 +405,9 @@ void vpotrf(const Launch& launch, Uplo uplo, Schedule schedule, int nmax, const 
                   "vpotrf info reset");
     const bool trans = uplo == Uplo::upper;
     const int steps = vsteps(nmax);
-    static const bool opted = [] {
-        detail::check(cudaFuncSetAttribute(vpotrf_panel_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(panel_smem_bytes<T>())),
-                      "vpotrf panel shared memory");
-        return true;
-    }();
-    (void)opted;
+    // On every call: the attribute belongs to the current device (StarPU's CUDA workers run
+    // on several).
+    if (panel_smem_bytes<T>() > 48 * 1024) detail::opt_in_shared(vpotrf_panel_kernel<T>, "vpotrf panel shared memory");
     for (int step = 0; step < steps; ++step) {
         vpotrf_diag_kernel<T><<<detail::ceil_div(count, kDiagThreads / 32), kDiagThreads, 0, launch.stream>>>(
             A, n, lda, trans, info, schedule, nmax, step, count);
@@ -422,7 +418,7 @@ void vpotrf(const Launch& launch, Uplo uplo, Schedule schedule, int nmax, const 
         if (rows <= 0) continue;
         const dim3 grid(static_cast<unsigned>(count), static_cast<unsigned>(detail::ceil_div(rows, kPanelRows)));
         vpotrf_panel_kernel<T><<<grid, kPanelThreads, panel_smem_bytes<T>(), launch.stream>>>(A, n, lda, trans, info,
-                                                                                             schedule, nmax, step);
+                                                                                              schedule, nmax, step);
         detail::check_launch("vpotrf panel kernel");
     }
 }
