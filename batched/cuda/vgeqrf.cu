@@ -128,6 +128,25 @@ __device__ __forceinline__ T vat(const T* v, int ld, int r, int k, int mp, int i
     return r == k ? T(1) : v[r + static_cast<long long>(k) * ld];
 }
 
+/// Leading dimension of W in the update's last pass: rows of 16-byte multiples.
+constexpr int LW = K + 4;
+
+/// w <- p[0..3] by 16-byte loads (p 16-byte aligned).
+__device__ __forceinline__ void load4(const double* p, double (&w)[4]) {
+    const double2 a = *reinterpret_cast<const double2*>(p), b = *reinterpret_cast<const double2*>(p + 2);
+    w[0] = a.x;
+    w[1] = a.y;
+    w[2] = b.x;
+    w[3] = b.y;
+}
+__device__ __forceinline__ void load4(const float* p, float (&w)[4]) {
+    const float4 a = *reinterpret_cast<const float4*>(p);
+    w[0] = a.x;
+    w[1] = a.y;
+    w[2] = a.z;
+    w[3] = a.w;
+}
+
 /// kUpdateThreads threads per (matrix, 32 trailing columns): C -= V (T^T (V^T C)).
 /// W = V^T C over 32-row chunks of V and C staged in shared memory, split over the rows: the
 /// four groups of 64 threads take 8 rows of each chunk, each thread a 4 x 4 tile of W, and the
@@ -142,7 +161,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
     constexpr int L2K = 2 * K + 1;  // leading dimension of a staged 64-row chunk of V
     __shared__ T sX[2 * K * LK];    // V and C chunks (32 rows), partial W, or a 64-row V chunk
     __shared__ T sW[K * LK];
-    __shared__ T sT[K * LK];
+    __shared__ __align__(16) T sT[K * LW];  // T, then W <- T^T W row by row (kx4 contiguous)
     T* const sV = sX;
     T* const sC = sX + K * LK;
     const int b = blockIdx.x;
@@ -250,10 +269,10 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
     }
     __syncthreads();
 #pragma unroll
-    for (int q = 0; q < 4; ++q) sW[ty + 8 * q + LK * tx] = w2[q];
+    for (int q = 0; q < 4; ++q) sT[(ty + 8 * q) * LW + tx] = w2[q];
 
     // C -= V W over 64-row chunks: thread (tx, ty) updates rows r0 + tx and r0 + 32 + tx,
-    // columns ty + 8q.
+    // columns 4 ty .. 4 ty + 3 (their W entries read as one or two 16-byte loads).
     T cn[2][4];
     auto read_own = [&](int r0) {
 #pragma unroll
@@ -261,13 +280,13 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
             const int r = r0 + K * h + tx;
 #pragma unroll
             for (int q = 0; q < 4; ++q)
-                cn[h][q] = (r < mp && ty + 8 * q < wc) ? C[r + static_cast<long long>(ty + 8 * q) * ld] : T(0);
+                cn[h][q] = (r < mp && 4 * ty + q < wc) ? C[r + static_cast<long long>(4 * ty + q) * ld] : T(0);
         }
     };
     read_v(0, 2 * K, 2 * E);
     read_own(0);
     for (int r0 = 0; r0 < mp; r0 += 2 * K) {
-        __syncthreads();  // sX free (and, the first time, sW complete)
+        __syncthreads();  // sX free (and, the first time, W complete)
 #pragma unroll
         for (int i = 0; i < 2 * E; ++i) {
             const int e = tid + NT * i;
@@ -285,11 +304,12 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
         }
         for (int k = 0; k < iw; ++k) {
             const T v0 = sX[tx + L2K * k], v1 = sX[K + tx + L2K * k];
+            T w[4];
+            load4(sT + k * LW + 4 * ty, w);
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-                const T wq = sW[k + LK * (ty + 8 * q)];
-                u[0][q] -= v0 * wq;
-                u[1][q] -= v1 * wq;
+                u[0][q] -= v0 * w[q];
+                u[1][q] -= v1 * w[q];
             }
         }
 #pragma unroll
@@ -298,7 +318,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
             if (r < mp)
 #pragma unroll
                 for (int q = 0; q < 4; ++q)
-                    if (ty + 8 * q < wc) C[r + static_cast<long long>(ty + 8 * q) * ld] = u[h][q];
+                    if (4 * ty + q < wc) C[r + static_cast<long long>(4 * ty + q) * ld] = u[h][q];
         }
     }
 }
