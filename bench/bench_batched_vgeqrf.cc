@@ -1,14 +1,16 @@
 // bench_batched_vgeqrf: variable-size batched Householder QR (issue 6) of square FP64 matrices, in
 // one process: our vgeqrf with the SSDE and DSSE schedules, every matrix padded to NMAX (identity
-// outside it) and factored by the fixed-size batched::cuda::geqrf, the fixed-size geqrf on as many
-// NMAX matrices as carry the same flops ("fixed_equal_flops"), the fixed-size geqrf on as many
-// matrices of one order n_eq = round(cbrt(mean n^3)) ("fixed_same_count"), and the CPU baseline (LAPACKE, one
-// matrix per core: the host path of batched/vbatched.hpp). Orders uniform in [1, NMAX] or skewed
-// (1% NMAX, the rest in [1, NMAX/10]). Rates count the useful flops (LAPACK's geqrf counts, 4n^3/3
-// for a square matrix). Also our vgeqrs (nrhs 1) after the DSSE factors. GPU times: CUDA events,
-// warm-up, median of --reps, the input restored (untimed) before each run.
+// outside it) and factored by the fixed-size batched::cuda::geqrf, cuSOLVER geqrf looped over the
+// matrices on one stream, the fixed-size geqrf on as many NMAX matrices as carry the same flops
+// ("fixed_equal_flops") and on as many matrices of one order n_eq = round(cbrt(mean n^3))
+// ("fixed_same_count"), and the CPU baseline (LAPACKE, one matrix per core: the host path of
+// batched/vbatched.hpp). Orders uniform in [1, NMAX] or skewed (1% NMAX, the rest in [1,
+// NMAX/10]). Rates count the useful flops (LAPACK's geqrf counts, 4n^3/3 for a square matrix).
+// Also our vgeqrs (nrhs 1) after the DSSE factors. GPU times: CUDA events, warm-up, median of
+// --reps, the input restored (untimed) before each run.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cusolverDn.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -34,16 +36,20 @@ using bench::vbatched::upload;
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"variable-size batched QR (FP64): SSDE, DSSE, padded fixed-size, CPU"};
+    CLI::App app{"variable-size batched QR (FP64): SSDE, DSSE, padded fixed-size, looped cuSOLVER, CPU"};
     bench::vbatched::Options o;
+    bool loop = true;
     o.add_to(app);
+    app.add_option("--cusolver-loop", loop, "Run cuSOLVER geqrf looped over the matrices");
     CLI11_PARSE(app, argc, argv);
     const int count = o.count, reps = o.reps;
 
     bench::Emitter emit(o.out_path);
     bench::vbatched::emit_config(emit, reps);
     cublasHandle_t blas;
+    cusolverDnHandle_t solver;
     bench::check(cublasCreate(&blas), "cublasCreate");
+    bench::check(cusolverDnCreate(&solver), "cusolverDnCreate");
 
     for (const auto& dist : o.dists)
         for (int nmax : o.nmaxes) {
@@ -128,6 +134,21 @@ int main(int argc, char** argv) {
                 cudaFree(d_ws);
                 cudaFree(d_pad_tau);
             }
+            if (loop) {  // cuSOLVER geqrf per matrix, one stream
+                int lwork = 0;
+                bench::check(cusolverDnDgeqrf_bufferSize(solver, nmax, nmax, a.d_work, nmax, &lwork),
+                             "cusolverDnDgeqrf_bufferSize");
+                double* d_lw = device_alloc<double>(std::max(lwork, 1));
+                const double tl = bench::time_on_device(std::max(1, reps / 2), restore, [&] {
+                    for (int b = 0; b < count; ++b)
+                        if (n[b] > 0)
+                            bench::check(cusolverDnDgeqrf(solver, n[b], n[b], a.p[b], ld[b], d_tau + toff[b], d_lw,
+                                                          lwork, a.d_info + b),
+                                         "cusolverDnDgeqrf");
+                });
+                pts.record("vgeqrf", "cusolver_loop", tl, flops);
+                cudaFree(d_lw);
+            }
             if (o.cpu) {  // LAPACKE per matrix, one per core
                 std::vector<double> work(a.total), htau(toff[count]);
                 std::vector<double*> hp(count), ht(count);
@@ -143,6 +164,7 @@ int main(int argc, char** argv) {
             pts.emit_summary(pts.print_table(flops, false));
             cudaFree(d_vws);
         }
+    cusolverDnDestroy(solver);
     cublasDestroy(blas);
     return 0;
 }
