@@ -15,7 +15,8 @@
 //   place), column c's reflector computed by warp c % 8 while the other warps apply the
 //   previous one to their own columns (householder.cuh's factor_panel), then G = V^T V and T.
 // - update kernel, one thread block per (matrix, 32 trailing columns): C -= V (T^T (V^T C)) on
-//   C = A(c0:m, cols), by 32-row chunks of V and C staged in shared memory.
+//   C = A(c0:m, cols), by chunks of V and C staged in shared memory (V^T C split over the rows
+//   among four groups of threads; see vgeqrf_update_kernel).
 // Blocks of matrices that are not at that step (not started, finished) return at once; the
 // grids are sized by the step's bounds (VQrBounds): under ssde the largest shape less the
 // columns done, under dsse 32 (steps left) plus the largest m - k (rows) or n - k (columns).
@@ -161,7 +162,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
     constexpr int L2K = 2 * K + 1;  // leading dimension of a staged 64-row chunk of V
     __shared__ T sX[2 * K * LK];    // V and C chunks (32 rows), partial W, or a 64-row V chunk
     __shared__ T sW[K * LK];
-    __shared__ __align__(16) T sT[K * LW];  // T, then W <- T^T W row by row (kx4 contiguous)
+    __shared__ __align__(16) T sT[K * LW];  // T, then T^T W by rows (16-byte aligned rows)
     T* const sV = sX;
     T* const sC = sX + K * LK;
     const int b = blockIdx.x;
