@@ -179,10 +179,10 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
     constexpr int E = K * K / NT;  // staged entries per thread and 32-row chunk
     // Staged entry e = tid + NT i of a chunk of `rows` rows: row e % rows, column e / rows.
     T rv[2 * E], rc[E];
-    auto read_v = [&](int r0, int rows, int entries) {
+    auto read_v = [&](int r0, int rows) {
 #pragma unroll
         for (int i = 0; i < 2 * E; ++i)
-            if (i < entries) {
+            if (i < rows / K * E) {
                 const int e = tid + NT * i;
                 rv[i] = vat(v, ld, r0 + e % rows, e / rows, mp, iw);
             }
@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
     // of the group a partial W(kx + 8p, cx + 8q).
     const int gk = tid / 64, kx = tid % 8, cx = tid % 64 / 8;
     T acc[4][4] = {};
-    read_v(0, K, E);
+    read_v(0, K);
     read_c(0);
     for (int r0 = 0; r0 < mp; r0 += K) {
 #pragma unroll
@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
         }
         __syncthreads();
         if (r0 + K < mp) {
-            read_v(r0 + K, K, E);
+            read_v(r0 + K, K);
             read_c(r0 + K);
         }
 #pragma unroll
@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
                 cn[h][q] = (r < mp && 4 * ty + q < wc) ? C[r + static_cast<long long>(4 * ty + q) * ld] : T(0);
         }
     };
-    read_v(0, 2 * K, 2 * E);
+    read_v(0, 2 * K);
     read_own(0);
     for (int r0 = 0; r0 < mp; r0 += 2 * K) {
         __syncthreads();  // sX free (and, the first time, W complete)
@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(kUpdateThreads, kUpdateBlocksPerSm)
             for (int q = 0; q < 4; ++q) u[h][q] = cn[h][q];
         __syncthreads();
         if (r0 + 2 * K < mp) {
-            read_v(r0 + 2 * K, 2 * K, 2 * E);
+            read_v(r0 + 2 * K, 2 * K);
             read_own(r0 + 2 * K);
         }
         for (int k = 0; k < iw; ++k) {
