@@ -225,6 +225,37 @@ TYPED_TEST(BatchedLu, TenThousandMatrices) {
     for (int n : {3, 16, 32}) this->check_sizes(n, 10000);
 }
 
+// Orders 17 to 32 in more matrices than the warp kernel's grid holds (20 per SM; 2640 on an
+// H100 or H200): in double, the half kernel (half a row in registers, the pivots applied to the
+// right half in pairs), with zero pivots planted at count/4, count/2 and count-1 and a NaN in
+// one matrix.
+TYPED_TEST(BatchedLu, ManyMatricesOfOrders17To32) {
+    const int count = 4000;
+    for (int n = 17; n <= 32; ++n) {
+        SCOPED_TRACE("n = " + std::to_string(n));
+        auto hs = this->random_batch(n, n + 1 + n % 3, count, 11);
+        const int where[3] = {count / 4, count / 2, count - 1};
+        const int column[3] = {1, n / 2 + 1, n};  // both halves and the last column
+        for (int f = 0; f < 3; ++f)
+            for (int i = 0; i < n; ++i) hs[where[f]](i, column[f] - 1) = TypeParam(0);
+        const int nan_at = count / 3;
+        hs[nan_at](n / 2, n - 1) = nan<TypeParam>();
+        const LuRun<TypeParam> run = this->run_getrf(std::move(hs));
+        for (int f = 0; f < 3; ++f) EXPECT_EQ(run.info[where[f]], column[f]) << "matrix " << where[f];
+        for (int b = 0; b < count; ++b) {
+            if (b == nan_at) {
+                const int* ipiv = run.ipiv.data() + static_cast<std::size_t>(b) * n;
+                for (int i = 0; i < n; ++i) EXPECT_TRUE(ipiv[i] >= i + 1 && ipiv[i] <= n) << "pivot " << i;
+                EXPECT_GT(non_finite(run.factors[b]), 0);
+                EXPECT_EQ(non_nan_in_padding(run.factors[b]), 0);
+            } else {
+                this->expect_matches_lapack(run, b);
+            }
+        }
+        if (::testing::Test::HasFailure()) return;
+    }
+}
+
 TYPED_TEST(BatchedLu, OrderZeroWritesInfoOnly) {
     for (int count : {1, 7}) {
         DeviceBuffer<int> info = upload_ints(std::vector<int>(count, -99));

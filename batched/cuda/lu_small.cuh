@@ -4,10 +4,11 @@
 //
 // Every matrix is held one row per lane: by a group of SUB lanes (4, 8 or 16) for orders up to
 // 16 (lu_whole_kernel, several matrices per warp), by a whole warp for orders 17 to 32
-// (lu_warp_kernel). Each group or warp goes through matrices b, b + stride, ... (the grid is
-// the blocks that fit on the device at once); lu_whole_kernel copies the next matrix into shared
-// memory (cp.async) while it factors the current one, lu_warp_kernel loads each straight into
-// registers.
+// (lu_warp_kernel; in double, for batches larger than its grid, lu_half_kernel, which keeps
+// half a row in registers at a time and the other half's L part in shared memory). Each group
+// or warp goes through matrices b, b + stride, ... (the grid is the blocks that fit on the
+// device at once); lu_whole_kernel copies the next matrix into shared memory (cp.async) while
+// it factors the current one, the others load each straight into registers.
 //
 // Row interchanges are deferred: every row remembers its position in LAPACK's order (`pos`),
 // the pivot of column j is the largest |a| among rows not yet chosen (ties to the smallest
@@ -21,6 +22,7 @@
 #include <cfloat>
 #include <climits>
 #include <cstddef>
+#include <type_traits>
 
 #include "batched/cuda/common.cuh"
 
@@ -131,8 +133,9 @@ __device__ __forceinline__ float rcp_fast(float x) { return 1.0f / x; }
 /// for its own entry while the pivot is searched for (off the column's critical path): rp is the
 /// reciprocal of x scaled by sc = 2^64 (|x| < 2^-960) or 2^-64 (|x| > 2^960), 2^32 and 2^-32
 /// beyond 2^-+100 in float, so that neither the reciprocal nor the quotient overflows or
-/// flushes where a / x would not. A zero pivot scales nothing (rp = sc = 1: the column stays, as
-/// in LAPACK), an infinite one gives 0 (sc = 0), a NaN NaN.
+/// flushes where a / x would not. A zero pivot scales nothing (rp = 1, sc = 2: the column's
+/// entries are zeros and stay, as in LAPACK, and sc = 2 tells the zero pivot apart), an
+/// infinite one gives 0 (sc = 0), a NaN NaN.
 template <class T>
 __device__ __forceinline__ void pivot_reciprocal(T x, T& rp, T& sc) {
     constexpr bool kDouble = sizeof(T) == 8;
@@ -143,7 +146,10 @@ __device__ __forceinline__ void pivot_reciprocal(T x, T& rp, T& sc) {
     sc = ax < small ? up : (ax > large ? down : T(1));
     rp = rcp_fast(inf ? T(1) : x * sc);  // computed whatever x is: no branch around it
     if (inf) sc = T(0);
-    if (x == T(0)) rp = sc = T(1);
+    if (x == T(0)) {
+        rp = T(1);
+        sc = T(2);
+    }
 }
 
 /// Two values side by side in shared memory (16 or 8 bytes): the pivot's rp and sc.
@@ -494,6 +500,9 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
     Entry cur = peek(b);
     T a[NC];
     for (; b < count; b += stride) {
+        // The previous matrix's last pivot row may sit in the buffer this one's first column
+        // writes (n odd): every lane is done reading it.
+        __syncwarp();
         const int n = Batch::kUniform ? batch.order(0) : cur.n;
         // Straight from global memory into registers: the other warps cover the loads' latency
         // (a copy of the next matrix into shared memory by cp.async, as lu_whole_kernel does,
@@ -550,6 +559,134 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
     }
 }
 
+// ---- Orders 17 to 32 in double, many matrices: half a row in registers -----------------------
+
+/// One column step of lu_warp_kernel on a half row of 16 columns (x: the half, jj: the column in
+/// it, jg: the column in the matrix; jj is a constant once unrolled): the same operations in the
+/// same order, the pivot row broadcast over the half only.
+__device__ __forceinline__ void half_step(double (&x)[16], int jj, int jg, int n, int t, int& pos, int& my_piv,
+                                          int& linfo, unsigned long long& key, double* row) {
+    const bool cand = t < n && pos >= jg;
+    bool winner;
+    double rp, sc;
+    const int bp = warp_pivot(cand, cand ? key : 0ull, pos, winner, [&] { pivot_reciprocal(x[jj], rp, sc); });
+    store_row_if(winner, x, jj, row);
+    store_pair_if(winner, rp, sc, row + 16);
+    __syncwarp();
+    const double2 pr = *reinterpret_cast<const double2*>(row + 16);
+    pos = winner ? jg : (pos == jg ? bp : pos);
+    my_piv = t == jg ? bp + 1 : my_piv;
+    linfo = pr.y == 2.0 && linfo == 0 ? jg + 1 : linfo;  // a zero pivot (pivot_reciprocal)
+    const bool upd = t < n && pos > jg;
+    const double l = upd ? x[jj] * pr.x * pr.y : 0.0;
+    x[jj] = upd ? l : x[jj];
+    if (jj + 1 < 16) {
+        x[jj + 1] = fma(-l, row[jj + 1], x[jj + 1]);
+        key = pivot_key(x[jj + 1]);
+    }
+#pragma unroll
+    for (int c = (jj + 2) / 2 * 2; c < 16; c += 2) {
+        const double2 v = *reinterpret_cast<const double2*>(&row[c]);
+        if (c > jj + 1) x[c] = fma(-l, v.x, x[c]);
+        if (c + 1 > jj + 1) x[c + 1] = fma(-l, v.y, x[c + 1]);
+    }
+}
+
+/// lu_warp_kernel for double with only half a row in registers at a time (64 registers: 8 warps
+/// per scheduler against 5), for batches larger than the warp kernel holds at once:
+/// - columns 0-15 factored as lu_warp_kernel factors them, over the half;
+/// - their L part to shared memory (each lane its row), columns 16-31 loaded;
+/// - pivots k and k + 1 (the lanes at positions k and k + 1) update the right half in turn, as
+///   at steps k and k + 1: both rows stored by the same store instructions (a store by one lane
+///   costs the shared-memory queue as much as one by the whole warp) as they were before step
+///   k, the second with its multiplier of column k; every row forms pivot row k + 1 as that
+///   lane would have (one fused multiply-add) and applies both updates in order;
+/// - columns 16-31 factored over the right half; the L part written back from shared memory.
+/// Every entry sees the same operations in the same order as in lu_warp_kernel: the same bits
+/// for finite input. H200, FP64, 32 x 10000: 85.8-86.2 against 94.7-95.1 us (the kernel of
+/// 7d3d17e, same calls); slower for one round or less (32 x 528: 17.3-18.2 against 14.7-15.7
+/// us), hence launch()'s threshold. Shared-memory stores of one lane cost as much as the whole
+/// warp's (4 cycles of the SM's queue for 16 bytes), which the pairs halve; the queue was 62%
+/// busy with lu_warp_kernel (bench/results/2026-11-29-h200-lu32-half*).
+template <int MAXT, int MINB, class Batch>
+__global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int count) {
+    constexpr int H = 16, LS = H + 2;  // a lane's row of the L part: 144 bytes, no bank conflicts
+    constexpr int kWarps = MAXT / 32;
+    __shared__ __align__(16) double srow[2][kWarps][H + 2];    // a pivot row, then its rp and sc
+    __shared__ __align__(16) double spair[2][kWarps][2 * LS];  // two pivot rows (right half)
+    __shared__ __align__(16) double sl[kWarps][32 * LS];       // the L part, a row per lane
+
+    const int t = threadIdx.x & 31, warp = threadIdx.x / 32;
+    const int stride = gridDim.x * kWarps;
+    double* const myl = sl[warp] + t * LS;
+    for (int b = blockIdx.x * kWarps + warp; b < count; b += stride) {
+        __syncwarp();  // the previous matrix's last pivot row is read (its buffer comes again)
+        double* const A = batch.A[b];
+        const int n = batch.order(b), ld = batch.ld(b);
+        double x[H];
+#pragma unroll
+        for (int c = 0; c < H; ++c) x[c] = t < n && c < n ? A[t + static_cast<std::size_t>(c) * ld] : 0.0;
+        int pos = t, my_piv = 0, linfo = 0;
+        unsigned long long key = pivot_key(x[0]);
+        // The two halves share the factorization's code (unrolled once: a smaller kernel, fewer
+        // instruction-cache misses; 85.3-86.3 against 87.4-89.0 us unrolled twice).
+#pragma unroll 1
+        for (int h = 0; h < 2; ++h) {
+            const int j0 = h * H;
+#pragma unroll
+            for (int j = 0; j < H; ++j) {
+                if (j0 + j >= n) break;
+                half_step(x, j, j0 + j, n, t, pos, my_piv, linfo, key, srow[j & 1][warp]);
+            }
+            if (h == 1 || n <= H) break;  // uniform over the warp
+#pragma unroll
+            for (int c = 0; c < H; c += 2) *reinterpret_cast<double2*>(myl + c) = make_double2(x[c], x[c + 1]);
+#pragma unroll
+            for (int c = 0; c < H; ++c) x[c] = t < n && H + c < n ? A[t + static_cast<std::size_t>(H + c) * ld] : 0.0;
+#pragma unroll
+            for (int k = 0; k < H; k += 2) {
+                double* rows = spair[(k / 2) & 1][warp];
+                const bool p0 = pos == k, p1 = pos == k + 1;
+                double* dst = p0 ? rows : rows + LS;
+                const double2 lp = *reinterpret_cast<const double2*>(myl + k);  // this row's l_k, l_k+1
+                store_row_if(p0 || p1, x, 0, dst);
+                store_pair_if(p0 || p1, lp.x, lp.y, dst + H);
+                __syncwarp();
+                const double lw = rows[LS + H];  // pivot row k + 1's multiplier in column k
+                const double l0 = t < n && pos > k ? lp.x : 0.0, l1 = t < n && pos > k + 1 ? lp.y : 0.0;
+#pragma unroll
+                for (int c = 0; c < H; c += 2) {
+                    const double2 v0 = *reinterpret_cast<const double2*>(rows + c);
+                    const double2 v1 = *reinterpret_cast<const double2*>(rows + LS + c);
+                    const double u1x = fma(-lw, v0.x, v1.x), u1y = fma(-lw, v0.y, v1.y);
+                    x[c] = fma(-l1, u1x, fma(-l0, v0.x, x[c]));
+                    x[c + 1] = fma(-l1, u1y, fma(-l0, v0.y, x[c + 1]));
+                }
+            }
+            key = pivot_key(x[0]);
+        }
+        if (t < n) {
+            if (n > H) {
+#pragma unroll
+                for (int c = 0; c < H; c += 2) {
+                    const double2 v = *reinterpret_cast<const double2*>(myl + c);
+                    A[pos + static_cast<std::size_t>(c) * ld] = v.x;
+                    A[pos + static_cast<std::size_t>(c + 1) * ld] = v.y;
+                }
+#pragma unroll
+                for (int c = 0; c < H; ++c)
+                    if (H + c < n) A[pos + static_cast<std::size_t>(H + c) * ld] = x[c];
+            } else {
+#pragma unroll
+                for (int c = 0; c < H; ++c)
+                    if (c < n) A[pos + static_cast<std::size_t>(c) * ld] = x[c];
+            }
+        }
+        if (t < n) batch.pivots(b)[t] = my_piv;
+        if (t == 0) batch.info[b] = linfo;
+    }
+}
+
 /// The warp kernel's grid: the blocks that fit on the device at once, or fewer for a small batch.
 template <class T, int MAXT, int MINB, class Batch>
 void launch_warp(cudaStream_t stream, const Batch& batch, int count) {
@@ -558,6 +695,16 @@ void launch_warp(cudaStream_t stream, const Batch& batch, int count) {
     const int needed = detail::ceil_div(count, MAXT / 32);
     lu_warp_kernel<T, 32, MAXT, MINB, Batch><<<needed < resident ? needed : resident, MAXT, 0, stream>>>(batch, count);
     detail::check_launch("getrf (warp kernel)");
+}
+
+/// The half kernel's grid: the blocks that fit on the device at once, or fewer.
+template <int MAXT, int MINB, class Batch>
+void launch_half(cudaStream_t stream, const Batch& batch, int count) {
+    static const int resident =
+        detail::resident_blocks(lu_half_kernel<MAXT, MINB, Batch>, MAXT, "getrf (half kernel grid)");
+    const int needed = detail::ceil_div(count, MAXT / 32);
+    lu_half_kernel<MAXT, MINB, Batch><<<needed < resident ? needed : resident, MAXT, 0, stream>>>(batch, count);
+    detail::check_launch("getrf (half kernel)");
 }
 
 /// The instance for matrices of order <= nmax (<= 32), smallest first: order, lanes per matrix,
@@ -571,6 +718,15 @@ void launch(cudaStream_t stream, int nmax, const Batch& batch, int count) {
     if (nmax <= 4) return launch_whole<T, 4, 4, 128, 1>(stream, batch, count);
     if (nmax <= 8) return launch_whole<T, 8, 8, 128, 1>(stream, batch, count);
     if (nmax <= 16) return launch_whole<T, 16, 16, 128, 1>(stream, batch, count);
+    if constexpr (std::is_same_v<T, double>) {
+        // More matrices than the warp kernel's grid holds at once (one per warp): the half
+        // kernel, whose 60% more warps per SM pay for its longer chain per matrix. (At one
+        // round or less the warp kernel is as fast or faster: H200, 32 x 2640 26.2 against
+        // 26.8 us, 32 x 528 12.8 against 17.3.)
+        static const int warp_slots =
+            detail::resident_blocks(lu_warp_kernel<T, 32, 128, 5, Batch>, 128, "getrf (warp kernel grid)") * 4;
+        if (count > warp_slots) return launch_half<128, 8>(stream, batch, count);
+    }
     return launch_warp<T, 128, 5>(stream, batch, count);
 }
 
