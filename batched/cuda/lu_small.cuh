@@ -603,8 +603,8 @@ __device__ __forceinline__ void half_step(double (&x)[16], int jj, int jg, int n
 ///   lane would have (one fused multiply-add) and applies both updates in order;
 /// - columns 16-31 factored over the right half; the L part written back from shared memory.
 /// Every entry sees the same operations in the same order as in lu_warp_kernel: the same bits
-/// for finite input. H200, FP64, 32 x 10000: 85.8-86.2 against 94.7-95.1 us (the kernel of
-/// 7d3d17e, same calls); slower for one round or less (32 x 528: 17.3-18.2 against 14.7-15.7
+/// for finite input. H200, FP64, 32 x 10000: 85.3-86.3 against 94.6-95.6 us (the kernel of
+/// 7d3d17e, same calls); slower for one round or less (32 x 528: 15.7-18.5 against 13.3-15.6
 /// us), hence launch()'s threshold. Shared-memory stores of one lane cost as much as the whole
 /// warp's (4 cycles of the SM's queue for 16 bytes), which the pairs halve; the queue was 62%
 /// busy with lu_warp_kernel (bench/results/2026-11-29-h200-lu32-half*).
@@ -722,7 +722,7 @@ void launch(cudaStream_t stream, int nmax, const Batch& batch, int count) {
         // More matrices than the warp kernel's grid holds at once (one per warp): the half
         // kernel, whose 60% more warps per SM pay for its longer chain per matrix. (At one
         // round or less the warp kernel is as fast or faster: H200, 32 x 2640 26.2 against
-        // 26.8 us, 32 x 528 12.8 against 17.3.)
+        // 26.8 us, 32 x 528 13.3-15.6 against 15.7-18.5.)
         static const int warp_slots =
             detail::resident_blocks(lu_warp_kernel<T, 32, 128, 5, Batch>, 128, "getrf (warp kernel grid)") * 4;
         if (count > warp_slots) return launch_half<128, 8>(stream, batch, count);
