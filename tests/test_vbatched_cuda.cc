@@ -364,9 +364,9 @@ protected:
             double tol = 100.0 * std::max(nb, 1) * eps * std::max(1.0, max_abs(L));
             if (!(diff <= tol)) {
                 // LAPACK's recursive getrf2 rounds in another order than our kernels, and the
-                // factors part by as much as A's conditioning allows: in float, beyond 100 n eps
-                // on about one matrix in 10000 of order 30 (kappa_1 / n up to 10). Allowed up
-                // to kappa_1(A) / n times the tolerance, at most 100 times.
+                // factors part by as much as A's conditioning allows (in float, 1.1 times
+                // 100 n eps on one matrix of order 31 among 10000). Allowed up to kappa_1(A) / n
+                // times the tolerance, at most 100 times.
                 tol *= std::clamp(condition_1(c.A[b], L) / std::max(nb, 1), 1.0, 100.0);
             }
             if (!(diff <= tol)) {
