@@ -133,9 +133,8 @@ __device__ __forceinline__ float rcp_fast(float x) { return 1.0f / x; }
 /// for its own entry while the pivot is searched for (off the column's critical path): rp is the
 /// reciprocal of x scaled by sc = 2^64 (|x| < 2^-960) or 2^-64 (|x| > 2^960), 2^32 and 2^-32
 /// beyond 2^-+100 in float, so that neither the reciprocal nor the quotient overflows or
-/// flushes where a / x would not. A zero pivot scales nothing (rp = 1, sc = 2: the column's
-/// entries are zeros and stay, as in LAPACK, and sc = 2 tells the zero pivot apart), an
-/// infinite one gives 0 (sc = 0), a NaN NaN.
+/// flushes where a / x would not. A zero pivot scales nothing (rp = sc = 1: the column stays, as
+/// in LAPACK), an infinite one gives 0 (sc = 0), a NaN NaN.
 template <class T>
 __device__ __forceinline__ void pivot_reciprocal(T x, T& rp, T& sc) {
     constexpr bool kDouble = sizeof(T) == 8;
@@ -146,10 +145,7 @@ __device__ __forceinline__ void pivot_reciprocal(T x, T& rp, T& sc) {
     sc = ax < small ? up : (ax > large ? down : T(1));
     rp = rcp_fast(inf ? T(1) : x * sc);  // computed whatever x is: no branch around it
     if (inf) sc = T(0);
-    if (x == T(0)) {
-        rp = T(1);
-        sc = T(2);
-    }
+    if (x == T(0)) rp = sc = T(1);
 }
 
 /// Two values side by side in shared memory (16 or 8 bytes): the pivot's rp and sc.
@@ -464,24 +460,59 @@ __device__ __forceinline__ int warp_pivot(bool cand, unsigned long long key, int
     return static_cast<int>(pmin);
 }
 
-/// One warp per matrix, lane t holding row t. A column step is one basic block (no branch for
-/// the scheduler to stop at): every row forms its reciprocal (pivot_reciprocal) while the pivot
-/// is searched for (warp_pivot); the winner stores its row from column j and its (rp, sc) by
-/// predicated stores; every row then takes its multiplier as a product and updates column j + 1 first (the
-/// next search's input) and the rest of its row with plain fused multiply-adds. Rows that are
-/// not updated (the pivot rows, rows past n) take the multiplier 0, so their entries stay; they
-/// turn NaN where the pivot row holds an infinity or a NaN, whose matrix's factors are not
-/// specified beyond its pivots and info. Against the kernel before (lu_whole_kernel's step with
-/// the reciprocal after the broadcast and a branch around each row's update), H100, FP64:
-/// 32 x 10000 in 102.3 against 110.8 us, 24 x 10000 78.0 against 83.4, vgetrf NMAX 32
-/// uniform 40.5 against 48.1 (bench/results/2026-11-27-h100-session20-final.jsonl).
-template <class T, int NC, int MAXT, int MINB, class Batch>
-__global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int count) {
-    static_assert(NC <= 32 && MAXT % 32 == 0, "a lane per row");
+/// Column jg of a matrix held one row per lane in x, its W columns (W = 32: the whole row;
+/// W = 16: a half, x[jj] being column jg), as one basic block (no branch for the scheduler to
+/// stop at): every row forms its reciprocal (pivot_reciprocal) while the pivot is searched for
+/// (warp_pivot); the winner stores its row from column jj and its (rp, sc) by predicated stores
+/// to `row` (W + one 16-byte piece); every row then takes its multiplier as a product and
+/// updates column jj + 1 first (the next search's input, whose key goes to `key`) and the rest
+/// of its row with plain fused multiply-adds. Rows that are not updated (the pivot rows, rows
+/// past n) take the multiplier 0, so their entries stay; they turn NaN where the pivot row holds
+/// an infinity or a NaN, whose matrix's factors are not specified beyond its pivots and info.
+template <class T, int W>
+__device__ __forceinline__ void warp_column_step(T (&x)[W], int jj, int jg, int n, int t, int& pos, int& my_piv,
+                                                 int& linfo, unsigned long long& key, T* row) {
     using V = typename Vec16<T>::type;
     using P = typename Pair2<T>::type;
     constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
-    static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
+    static_assert(W % kV == 0, "rows are broadcast in 16-byte pieces");
+    const bool cand = t < n && pos >= jg;
+    bool winner;
+    T rp, sc;
+    const int bp = warp_pivot(cand, cand ? key : 0ull, pos, winner, [&] { pivot_reciprocal(x[jj], rp, sc); });
+    store_row_if(winner, x, jj, row);
+    store_pair_if(winner, rp, sc, row + W);
+    __syncwarp();
+    const P pr = *reinterpret_cast<const P*>(row + W);
+    pos = winner ? jg : (pos == jg ? bp : pos);
+    my_piv = t == jg ? bp + 1 : my_piv;
+    linfo = row[jj] == T(0) && linfo == 0 ? jg + 1 : linfo;
+    const bool upd = t < n && pos > jg;
+    const T l = upd ? x[jj] * pr.x * pr.y : T(0);
+    x[jj] = upd ? l : x[jj];
+    if (jj + 1 < W) {
+        x[jj + 1] = fma(-l, row[jj + 1], x[jj + 1]);
+        key = pivot_key(x[jj + 1]);
+    }
+#pragma unroll
+    for (int c = (jj + 2) / kV * kV; c < W; c += kV) {
+        const V v = *reinterpret_cast<const V*>(&row[c]);
+        const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+        for (int q = 0; q < kV; ++q)
+            if (c + q > jj + 1) x[c + q] = fma(-l, e[q], x[c + q]);
+    }
+}
+
+/// One warp per matrix, lane t holding row t, a column step at a time (warp_column_step). Against
+/// the kernel before (lu_whole_kernel's step with the reciprocal after the broadcast and a branch
+/// around each row's update), H100, FP64: 32 x 10000 in 102.3 against 110.8 us, 24 x 10000 78.0
+/// against 83.4, vgetrf NMAX 32 uniform 40.5 against 48.1
+/// (bench/results/2026-11-27-h100-session20-final.jsonl).
+template <class T, int NC, int MAXT, int MINB, class Batch>
+__global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int count) {
+    static_assert(NC <= 32 && MAXT % 32 == 0, "a lane per row");
+    constexpr int kV = static_cast<int>(sizeof(typename Vec16<T>::type) / sizeof(T));
     constexpr int kWarps = MAXT / 32;
     __shared__ __align__(16) T srow[2][kWarps][NC + kV];  // the pivot row, then its rp and sc
 
@@ -519,33 +550,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
 #pragma unroll
         for (int j = 0; j < NC; ++j) {
             if (j >= n) break;
-            T* row = srow[j & 1][warp];
-            const bool cand = t < n && pos >= j;
-            bool winner;
-            T rp, sc;
-            const int bp = warp_pivot(cand, cand ? key : 0ull, pos, winner, [&] { pivot_reciprocal(a[j], rp, sc); });
-            store_row_if(winner, a, j, row);
-            store_pair_if(winner, rp, sc, row + NC);
-            __syncwarp();
-            const P pr = *reinterpret_cast<const P*>(row + NC);
-            pos = winner ? j : (pos == j ? bp : pos);
-            my_piv = t == j ? bp + 1 : my_piv;
-            linfo = row[j] == T(0) && linfo == 0 ? j + 1 : linfo;
-            const bool upd = t < n && pos > j;
-            const T l = upd ? a[j] * pr.x * pr.y : T(0);
-            a[j] = upd ? l : a[j];
-            if (j + 1 < NC) {
-                a[j + 1] = fma(-l, row[j + 1], a[j + 1]);
-                key = pivot_key(a[j + 1]);
-            }
-#pragma unroll
-            for (int c = (j + 2) / kV * kV; c < NC; c += kV) {
-                const V v = *reinterpret_cast<const V*>(&row[c]);
-                const T* e = reinterpret_cast<const T*>(&v);
-#pragma unroll
-                for (int q = 0; q < kV; ++q)
-                    if (c + q > j + 1) a[c + q] = fma(-l, e[q], a[c + q]);
-            }
+            warp_column_step(a, j, j, n, t, pos, my_piv, linfo, key, srow[j & 1][warp]);
         }
 
         if (t < n) {
@@ -560,37 +565,6 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
 }
 
 // ---- Orders 17 to 32 in double, many matrices: half a row in registers -----------------------
-
-/// One column step of lu_warp_kernel on a half row of 16 columns (x: the half, jj: the column in
-/// it, jg: the column in the matrix; jj is a constant once unrolled): the same operations in the
-/// same order, the pivot row broadcast over the half only.
-__device__ __forceinline__ void half_step(double (&x)[16], int jj, int jg, int n, int t, int& pos, int& my_piv,
-                                          int& linfo, unsigned long long& key, double* row) {
-    const bool cand = t < n && pos >= jg;
-    bool winner;
-    double rp, sc;
-    const int bp = warp_pivot(cand, cand ? key : 0ull, pos, winner, [&] { pivot_reciprocal(x[jj], rp, sc); });
-    store_row_if(winner, x, jj, row);
-    store_pair_if(winner, rp, sc, row + 16);
-    __syncwarp();
-    const double2 pr = *reinterpret_cast<const double2*>(row + 16);
-    pos = winner ? jg : (pos == jg ? bp : pos);
-    my_piv = t == jg ? bp + 1 : my_piv;
-    linfo = pr.y == 2.0 && linfo == 0 ? jg + 1 : linfo;  // a zero pivot (pivot_reciprocal)
-    const bool upd = t < n && pos > jg;
-    const double l = upd ? x[jj] * pr.x * pr.y : 0.0;
-    x[jj] = upd ? l : x[jj];
-    if (jj + 1 < 16) {
-        x[jj + 1] = fma(-l, row[jj + 1], x[jj + 1]);
-        key = pivot_key(x[jj + 1]);
-    }
-#pragma unroll
-    for (int c = (jj + 2) / 2 * 2; c < 16; c += 2) {
-        const double2 v = *reinterpret_cast<const double2*>(&row[c]);
-        if (c > jj + 1) x[c] = fma(-l, v.x, x[c]);
-        if (c + 1 > jj + 1) x[c + 1] = fma(-l, v.y, x[c + 1]);
-    }
-}
 
 /// lu_warp_kernel for double with only half a row in registers at a time (64 registers: 8 warps
 /// per scheduler against 5), for batches larger than the warp kernel holds at once:
@@ -636,7 +610,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int co
 #pragma unroll
             for (int j = 0; j < H; ++j) {
                 if (j0 + j >= n) break;
-                half_step(x, j, j0 + j, n, t, pos, my_piv, linfo, key, srow[j & 1][warp]);
+                warp_column_step(x, j, j0 + j, n, t, pos, my_piv, linfo, key, srow[j & 1][warp]);
             }
             if (h == 1 || n <= H) break;  // uniform over the warp
 #pragma unroll
