@@ -160,23 +160,30 @@ struct Pair2<float> {
     using type = float2;
 };
 
-/// Column j of a row under the pivot piv: a[j] becomes the row's multiplier and the entries on
-/// its right lose it times the pivot row `prow` (16-byte aligned, in shared memory).
+/// a[c] -= l * prow[c] for the columns c >= first of a row, the pivot row `prow` (16-byte
+/// aligned, in shared memory) read in 16-byte pieces.
 template <class T, int NC>
-__device__ __forceinline__ void eliminate(T (&a)[NC], int j, T piv, const T* prow) {
+__device__ __forceinline__ void subtract_row(T (&a)[NC], int first, T l, const T* prow) {
     using V = typename Vec16<T>::type;
     constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
     static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
-    const T l = multiplier(a[j], piv);
-    a[j] = l;
 #pragma unroll
-    for (int c = (j + 1) / kV * kV; c < NC; c += kV) {
+    for (int c = first / kV * kV; c < NC; c += kV) {
         const V v = *reinterpret_cast<const V*>(&prow[c]);
         const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
         for (int q = 0; q < kV; ++q)
-            if (c + q > j) a[c + q] -= l * e[q];
+            if (c + q >= first) a[c + q] = fma(-l, e[q], a[c + q]);
     }
+}
+
+/// Column j of a row under the pivot piv: a[j] becomes the row's multiplier and the entries on
+/// its right lose it times the pivot row `prow`.
+template <class T, int NC>
+__device__ __forceinline__ void eliminate(T (&a)[NC], int j, T piv, const T* prow) {
+    const T l = multiplier(a[j], piv);
+    a[j] = l;
+    subtract_row(a, j + 1, l, prow);
 }
 
 using detail::cp_async;
@@ -472,10 +479,7 @@ __device__ __forceinline__ int warp_pivot(bool cand, unsigned long long key, int
 template <class T, int W>
 __device__ __forceinline__ void warp_column_step(T (&x)[W], int jj, int jg, int n, int t, int& pos, int& my_piv,
                                                  int& linfo, unsigned long long& key, T* row) {
-    using V = typename Vec16<T>::type;
     using P = typename Pair2<T>::type;
-    constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
-    static_assert(W % kV == 0, "rows are broadcast in 16-byte pieces");
     const bool cand = t < n && pos >= jg;
     bool winner;
     T rp, sc;
@@ -494,14 +498,7 @@ __device__ __forceinline__ void warp_column_step(T (&x)[W], int jj, int jg, int 
         x[jj + 1] = fma(-l, row[jj + 1], x[jj + 1]);
         key = pivot_key(x[jj + 1]);
     }
-#pragma unroll
-    for (int c = (jj + 2) / kV * kV; c < W; c += kV) {
-        const V v = *reinterpret_cast<const V*>(&row[c]);
-        const T* e = reinterpret_cast<const T*>(&v);
-#pragma unroll
-        for (int q = 0; q < kV; ++q)
-            if (c + q > jj + 1) x[c + q] = fma(-l, e[q], x[c + q]);
-    }
+    subtract_row(x, jj + 2, l, row);
 }
 
 /// One warp per matrix, lane t holding row t, a column step at a time (warp_column_step). Against
