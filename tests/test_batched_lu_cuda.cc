@@ -227,7 +227,7 @@ TYPED_TEST(BatchedLu, TenThousandMatrices) {
 
 // Orders 17 to 32 in more matrices than the warp kernel's grid holds (20 per SM; 2640 on an
 // H100 or H200): in double, the half kernel (half a row in registers, the pivots applied to the
-// right half in pairs), with zero pivots planted at count/4, count/2 and count-1 and a NaN in
+// right half four at a time), with zero pivots planted at count/4, count/2 and count-1 and a NaN in
 // one matrix.
 TYPED_TEST(BatchedLu, ManyMatricesOfOrders17To32) {
     const int count = 4000;
@@ -253,6 +253,36 @@ TYPED_TEST(BatchedLu, ManyMatricesOfOrders17To32) {
             }
         }
         if (::testing::Test::HasFailure()) return;
+    }
+}
+
+// The half kernel (a batch larger than the warp kernel's grid: 4000 is, on devices of up to 200
+// SMs) applies the pivots to the right half four at a time as w V, w = l L^-1, where the warp
+// kernel (300 matrices: one grid on any device of 15 SMs or more) applies them one at a time:
+// on the same matrices the same pivots and info, and factors within 100 n eps of each other,
+// relative to the largest entry, at every order from 17 to 32.
+class BatchedLuDouble : public BatchedLu<double> {};
+
+TEST_F(BatchedLuDouble, HalfKernelAgreesWithWarpKernel) {
+    const int count = 4000, few = 300;
+    for (int n = 17; n <= 32; ++n) {
+        SCOPED_TRACE("n = " + std::to_string(n));
+        auto hs = random_batch(n, n, count, 23);
+        std::vector<HostMatrix<double>> first(hs.begin(), hs.begin() + few);
+        const LuRun<double> all = run_getrf(std::move(hs)), part = run_getrf(std::move(first));
+        for (int b = 0; b < few; ++b) {
+            SCOPED_TRACE("matrix " + std::to_string(b));
+            const auto at = [&](const std::vector<int>& v) {
+                return std::vector<int>(v.begin() + static_cast<std::ptrdiff_t>(b) * n,
+                                        v.begin() + static_cast<std::ptrdiff_t>(b + 1) * n);
+            };
+            ASSERT_EQ(at(all.ipiv), at(part.ipiv));
+            ASSERT_EQ(all.info[b], part.info[b]);
+            const double scale = max_abs(part.factors[b]);
+            ASSERT_GT(scale, 0.0);
+            ASSERT_LE(max_abs_diff(all.factors[b], part.factors[b]),
+                      100.0 * n * std::numeric_limits<double>::epsilon() * scale);
+        }
     }
 }
 

@@ -567,24 +567,28 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
 /// per scheduler against 5), for batches larger than the warp kernel holds at once:
 /// - columns 0-15 factored as lu_warp_kernel factors them, over the half;
 /// - their L part to shared memory (each lane its row), columns 16-31 loaded;
-/// - pivots k and k + 1 (the lanes at positions k and k + 1) update the right half in turn, as
-///   at steps k and k + 1: both rows stored by the same store instructions (a store by one lane
-///   costs the shared-memory queue as much as one by the whole warp) as they were before step
-///   k, the second with its multiplier of column k; every row forms pivot row k + 1 as that
-///   lane would have (one fused multiply-add) and applies both updates in order;
+/// - the pivots applied to the right half four at a time: the rows at positions k .. k + 3
+///   store their right halves, as they were before step k, and their multipliers of columns
+///   k .. k + 3 in the same store instructions (four lanes active: a store by one lane costs
+///   the shared-memory queue as much as one by the whole warp). Every row then subtracts
+///   w V, V the four stored rows and w = l L^-1 (l the row's multipliers of columns k .. k + 3,
+///   0 where it is not updated, L the four rows' unit lower triangle): the rank-4 update by
+///   the four rows of U, without forming them;
 /// - columns 16-31 factored over the right half; the L part written back from shared memory.
-/// Every entry sees the same operations in the same order as in lu_warp_kernel: the same bits
-/// for finite input. H200, FP64, 32 x 10000: 85.3-86.3 against 94.6-95.6 us (the kernel of
-/// 7d3d17e, same calls); slower for one round or less (32 x 528: 15.7-18.5 against 13.3-15.6
-/// us), hence launch()'s threshold. Shared-memory stores of one lane cost as much as the whole
-/// warp's (4 cycles of the SM's queue for 16 bytes), which the pairs halve; the queue was 62%
-/// busy with lu_warp_kernel (bench/results/2026-11-29-h200-lu32-half*).
+/// The left half sees the same operations as in lu_warp_kernel; the right half's update
+/// differs in rounding only (w V against four updates by the rows of U): on 10000 random
+/// matrices the same pivots and factors within 6e-14 of lu_warp_kernel's, relative to the
+/// largest entry. H200, FP64, 32 x 10000: 80.4-82.1 us, against 85.4-86.8 with the pivots in
+/// pairs and the same bits (its steps' chain was about 45% of the time) and 94-96 for
+/// lu_warp_kernel; slower for one round or less (32 x 528: 15.0-17.8 against 13.2-15.5 us),
+/// hence launch()'s threshold (bench/results/2026-11-29-h200-lu32-quad*).
 template <int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int count) {
     constexpr int H = 16, LS = H + 2;  // a lane's row of the L part: 144 bytes, no bank conflicts
+    constexpr int QS = H + 4;          // a stored pivot row: its right half, then 4 multipliers
     constexpr int kWarps = MAXT / 32;
     __shared__ __align__(16) double srow[2][kWarps][H + 2];    // a pivot row, then its rp and sc
-    __shared__ __align__(16) double spair[2][kWarps][2 * LS];  // two pivot rows (right half)
+    __shared__ __align__(16) double squad[2][kWarps][4 * QS];  // four pivot rows (right half)
     __shared__ __align__(16) double sl[kWarps][32 * LS];       // the L part, a row per lane
 
     const int t = threadIdx.x & 31, warp = threadIdx.x / 32;
@@ -615,23 +619,33 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int co
 #pragma unroll
             for (int c = 0; c < H; ++c) x[c] = t < n && H + c < n ? A[t + static_cast<std::size_t>(H + c) * ld] : 0.0;
 #pragma unroll
-            for (int k = 0; k < H; k += 2) {
-                double* rows = spair[(k / 2) & 1][warp];
-                const bool p0 = pos == k, p1 = pos == k + 1;
-                double* dst = p0 ? rows : rows + LS;
-                const double2 lp = *reinterpret_cast<const double2*>(myl + k);  // this row's l_k, l_k+1
-                store_row_if(p0 || p1, x, 0, dst);
-                store_pair_if(p0 || p1, lp.x, lp.y, dst + H);
+            for (int k = 0; k < H; k += 4) {
+                double* rows = squad[(k / 4) & 1][warp];
+                const int p = pos - k;
+                const bool piv = p >= 0 && p < 4;  // this row is pivot row k + p
+                const double2 la = *reinterpret_cast<const double2*>(myl + k);  // its l_k, l_k+1
+                const double2 lb = *reinterpret_cast<const double2*>(myl + k + 2);
+                double* dst = rows + (piv ? p : 0) * QS;
+                store_row_if(piv, x, 0, dst);
+                store_pair_if(piv, la.x, la.y, dst + H);
+                store_pair_if(piv, lb.x, lb.y, dst + H + 2);
                 __syncwarp();
-                const double lw = rows[LS + H];  // pivot row k + 1's multiplier in column k
-                const double l0 = t < n && pos > k ? lp.x : 0.0, l1 = t < n && pos > k + 1 ? lp.y : 0.0;
+                // L's entries below the diagonal: m[r][j] = multiplier of pivot row k + r in column k + j.
+                const double m10 = rows[QS + H], m20 = rows[2 * QS + H], m21 = rows[2 * QS + H + 1];
+                const double m30 = rows[3 * QS + H], m31 = rows[3 * QS + H + 1], m32 = rows[3 * QS + H + 2];
+                const bool live = t < n;
+                const double l0 = live && pos > k ? la.x : 0.0, l1 = live && pos > k + 1 ? la.y : 0.0;
+                const double l2 = live && pos > k + 2 ? lb.x : 0.0, l3 = live && pos > k + 3 ? lb.y : 0.0;
+                const double w3 = l3, w2 = fma(-w3, m32, l2), w1 = fma(-w3, m31, fma(-w2, m21, l1));
+                const double w0 = fma(-w3, m30, fma(-w2, m20, fma(-w1, m10, l0)));
 #pragma unroll
                 for (int c = 0; c < H; c += 2) {
                     const double2 v0 = *reinterpret_cast<const double2*>(rows + c);
-                    const double2 v1 = *reinterpret_cast<const double2*>(rows + LS + c);
-                    const double u1x = fma(-lw, v0.x, v1.x), u1y = fma(-lw, v0.y, v1.y);
-                    x[c] = fma(-l1, u1x, fma(-l0, v0.x, x[c]));
-                    x[c + 1] = fma(-l1, u1y, fma(-l0, v0.y, x[c + 1]));
+                    const double2 v1 = *reinterpret_cast<const double2*>(rows + QS + c);
+                    const double2 v2 = *reinterpret_cast<const double2*>(rows + 2 * QS + c);
+                    const double2 v3 = *reinterpret_cast<const double2*>(rows + 3 * QS + c);
+                    x[c] = fma(-w3, v3.x, fma(-w2, v2.x, fma(-w1, v1.x, fma(-w0, v0.x, x[c]))));
+                    x[c + 1] = fma(-w3, v3.y, fma(-w2, v2.y, fma(-w1, v1.y, fma(-w0, v0.y, x[c + 1]))));
                 }
             }
             key = pivot_key(x[0]);
