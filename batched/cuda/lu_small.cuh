@@ -705,9 +705,10 @@ void launch(cudaStream_t stream, int nmax, const Batch& batch, int count) {
     if (nmax <= 16) return launch_whole<T, 16, 16, 128, 1>(stream, batch, count);
     if constexpr (std::is_same_v<T, double>) {
         // More matrices than the warp kernel's grid holds at once (one per warp): the half
-        // kernel, whose 60% more warps per SM pay for its longer chain per matrix. (At one
-        // round or less the warp kernel is as fast or faster: H200, 32 x 2640 26.2 against
-        // 26.8 us, 32 x 528 13.3-15.6 against 15.7-18.5.)
+        // kernel, whose 60% more warps per SM pay for its longer chain per matrix. (Below one
+        // round the warp kernel is faster: H200, 32 x 1320 18.1-18.9 against 18.6-20.4 us, 32 x
+        // 528 13.2-15.5 against 15.0-17.8; at exactly one round, 2640, the half kernel gains 3%,
+        // 25.6-25.7 against 26.3-26.6, not worth a threshold of its own.)
         static const int warp_slots =
             detail::resident_blocks(lu_warp_kernel<T, 32, 128, 5, Batch>, 128, "getrf (warp kernel grid)") * 4;
         if (count > warp_slots) return launch_half<128, 8>(stream, batch, count);
