@@ -579,7 +579,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
 /// differs in rounding only (w V against four updates by the rows of U): on 10000 random
 /// matrices the same pivots and factors within 6e-14 of lu_warp_kernel's, relative to the
 /// largest entry. H200, FP64, 32 x 10000: 80.4-82.1 us, against 85.4-86.8 with the pivots in
-/// pairs and the same bits (its steps' chain was about 45% of the time) and 94-96 for
+/// pairs and the same bits (its steps took about 45% of the stall samples) and 94-96 for
 /// lu_warp_kernel; slower for one round or less (32 x 528: 15.0-17.8 against 13.2-15.5 us),
 /// hence launch()'s threshold (bench/results/2026-11-29-h200-lu32-quad*).
 template <int MAXT, int MINB, class Batch>
@@ -621,8 +621,8 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int co
 #pragma unroll
             for (int k = 0; k < H; k += 4) {
                 double* rows = squad[(k / 4) & 1][warp];
-                const int p = pos - k;
-                const bool piv = p >= 0 && p < 4;  // this row is pivot row k + p
+                const int p = pos - k;  // where this row is pivot row k + p
+                const bool piv = p >= 0 && p < 4;
                 const double2 la = *reinterpret_cast<const double2*>(myl + k);  // its l_k, l_k+1
                 const double2 lb = *reinterpret_cast<const double2*>(myl + k + 2);
                 double* dst = rows + (piv ? p : 0) * QS;
