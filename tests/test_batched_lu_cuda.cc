@@ -226,9 +226,8 @@ TYPED_TEST(BatchedLu, TenThousandMatrices) {
 }
 
 // Orders 17 to 32 in more matrices than the warp kernel's grid holds (20 per SM; 2640 on an
-// H100 or H200): in double, the half kernel (half a row in registers, the pivots applied to the
-// right half four at a time), with zero pivots planted at count/4, count/2 and count-1 and a NaN in
-// one matrix.
+// H100 or H200): in double, the half kernel (half a row in registers, the pivots applied four at
+// a time), with zero pivots planted at count/4, count/2 and count-1 and a NaN in one matrix.
 TYPED_TEST(BatchedLu, ManyMatricesOfOrders17To32) {
     const int count = 4000;
     for (int n = 17; n <= 32; ++n) {
@@ -257,8 +256,9 @@ TYPED_TEST(BatchedLu, ManyMatricesOfOrders17To32) {
 }
 
 // The half kernel (a batch larger than the warp kernel's grid: 4000 is, on devices of up to 200
-// SMs) applies the pivots to the right half four at a time as w V, w = l L^-1, where the warp
-// kernel (300 matrices: one grid on any device of 15 SMs or more) applies them one at a time:
+// SMs) applies the pivots four at a time as w V, w = l L^-1 (in panels of 4 columns and to the
+// right half), where the warp kernel (300 matrices: one grid on any device of 15 SMs or more)
+// applies them one at a time:
 // on the same matrices the same pivots and info, and factors within 100 n eps of each other,
 // relative to the largest entry, at every order from 17 to 32.
 class BatchedLuDouble : public BatchedLu<double> {};

@@ -104,13 +104,22 @@ __device__ __forceinline__ void store_pair_if(bool p, float x, float y, float* d
 /// store_row by the lanes whose p is set, as predicated stores in double (no branch, so that the
 /// column step stays one basic block for the scheduler; ptxas merges pairs into 16-byte stores).
 template <int NC>
-__device__ __forceinline__ void store_row_if(bool p, const double (&a)[NC], int c0, double* dst) {
+__device__ __forceinline__ void store_row_if(bool p, const double (&a)[NC], int c0, double* dst, int last = NC) {
 #pragma unroll
-    for (int c = c0 / 2 * 2; c < NC; c += 2) store_pair_if(p, a[c], a[c + 1], dst + c);
+    for (int c = c0 / 2 * 2; c < NC; c += 2) {
+        if (c >= last) break;
+        store_pair_if(p, a[c], a[c + 1], dst + c);
+    }
 }
 template <int NC>
-__device__ __forceinline__ void store_row_if(bool p, const float (&a)[NC], int c0, float* dst) {
-    if (p) store_row(a, c0, dst);
+__device__ __forceinline__ void store_row_if(bool p, const float (&a)[NC], int c0, float* dst, int last = NC) {
+    if (p) {
+#pragma unroll
+        for (int c = c0 / 4 * 4; c < NC; c += 4) {
+            if (c >= last) break;
+            *reinterpret_cast<float4*>(&dst[c]) = make_float4(a[c], a[c + 1], a[c + 2], a[c + 3]);
+        }
+    }
 }
 
 /// 1 / x in double without the slow path of the IEEE quotient: the hardware's approximation of
@@ -163,12 +172,13 @@ struct Pair2<float> {
 /// a[c] -= l * prow[c] for the columns c >= first of a row, the pivot row `prow` (16-byte
 /// aligned, in shared memory) read in 16-byte pieces.
 template <class T, int NC>
-__device__ __forceinline__ void subtract_row(T (&a)[NC], int first, T l, const T* prow) {
+__device__ __forceinline__ void subtract_row(T (&a)[NC], int first, T l, const T* prow, int last = NC) {
     using V = typename Vec16<T>::type;
     constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
     static_assert(NC % kV == 0, "rows are broadcast in 16-byte pieces");
 #pragma unroll
     for (int c = first / kV * kV; c < NC; c += kV) {
+        if (c >= last) break;
         const V v = *reinterpret_cast<const V*>(&prow[c]);
         const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
@@ -478,13 +488,13 @@ __device__ __forceinline__ int warp_pivot(bool cand, unsigned long long key, int
 /// an infinity or a NaN, whose matrix's factors are not specified beyond its pivots and info.
 template <class T, int W>
 __device__ __forceinline__ void warp_column_step(T (&x)[W], int jj, int jg, int n, int t, int& pos, int& my_piv,
-                                                 int& linfo, unsigned long long& key, T* row) {
+                                                 int& linfo, unsigned long long& key, T* row, int last = W) {
     using P = typename Pair2<T>::type;
     const bool cand = t < n && pos >= jg;
     bool winner;
     T rp, sc;
     const int bp = warp_pivot(cand, cand ? key : 0ull, pos, winner, [&] { pivot_reciprocal(x[jj], rp, sc); });
-    store_row_if(winner, x, jj, row);
+    store_row_if(winner, x, jj, row, last);
     store_pair_if(winner, rp, sc, row + W);
     __syncwarp();
     const P pr = *reinterpret_cast<const P*>(row + W);
@@ -494,11 +504,11 @@ __device__ __forceinline__ void warp_column_step(T (&x)[W], int jj, int jg, int 
     const bool upd = t < n && pos > jg;
     const T l = upd ? x[jj] * pr.x * pr.y : T(0);
     x[jj] = upd ? l : x[jj];
-    if (jj + 1 < W) {
+    if (jj + 1 < last) {
         x[jj + 1] = fma(-l, row[jj + 1], x[jj + 1]);
         key = pivot_key(x[jj + 1]);
     }
-    subtract_row(x, jj + 2, l, row);
+    subtract_row(x, jj + 2, l, row, last);
 }
 
 /// One warp per matrix, lane t holding row t, a column step at a time (warp_column_step). Against
@@ -563,29 +573,62 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
 
 // ---- Orders 17 to 32 in double, many matrices: half a row in registers -----------------------
 
+/// The rank-4 update of lu_half_kernel: columns e .. 15 of this lane's half row x lose the
+/// contributions of the pivot rows at positions k .. k + 3. Those rows store their columns
+/// e .. 15, as they are, and their multipliers of columns k .. k + 3 (la, lb) to `rows` (4 rows
+/// of 20 doubles, the same store instructions for the four lanes); every row then subtracts
+/// w V, V the stored rows and w = l L^-1: l its multipliers (0 where it is not updated: a
+/// pivot row at or above k + j, a row past n), L the pivot rows' unit lower triangle. That is
+/// the update by the four rows of U without forming them (forming them in every row, which
+/// keeps lu_warp_kernel's bits, needs more than 64 registers).
+__device__ __forceinline__ void rank4_update(double (&x)[16], int e, int k, int pos, bool live, double2 la, double2 lb,
+                                             double* rows) {
+    constexpr int H = 16, QS = H + 4;
+    const int p = pos - k;  // where this row is pivot row k + p
+    const bool piv = p >= 0 && p < 4;
+    double* dst = rows + (piv ? p : 0) * QS;
+    store_row_if(piv, x, e, dst);
+    store_pair_if(piv, la.x, la.y, dst + H);
+    store_pair_if(piv, lb.x, lb.y, dst + H + 2);
+    __syncwarp();
+    // L's entries below the diagonal: mrj = the multiplier of pivot row k + r in column k + j.
+    const double m10 = rows[QS + H], m20 = rows[2 * QS + H], m21 = rows[2 * QS + H + 1];
+    const double m30 = rows[3 * QS + H], m31 = rows[3 * QS + H + 1], m32 = rows[3 * QS + H + 2];
+    const double l0 = live && pos > k ? la.x : 0.0, l1 = live && pos > k + 1 ? la.y : 0.0;
+    const double l2 = live && pos > k + 2 ? lb.x : 0.0, l3 = live && pos > k + 3 ? lb.y : 0.0;
+    const double w3 = l3, w2 = fma(-w3, m32, l2), w1 = fma(-w3, m31, fma(-w2, m21, l1));
+    const double w0 = fma(-w3, m30, fma(-w2, m20, fma(-w1, m10, l0)));
+#pragma unroll
+    for (int c = e; c < H; c += 2) {
+        const double2 v0 = *reinterpret_cast<const double2*>(rows + c);
+        const double2 v1 = *reinterpret_cast<const double2*>(rows + QS + c);
+        const double2 v2 = *reinterpret_cast<const double2*>(rows + 2 * QS + c);
+        const double2 v3 = *reinterpret_cast<const double2*>(rows + 3 * QS + c);
+        x[c] = fma(-w3, v3.x, fma(-w2, v2.x, fma(-w1, v1.x, fma(-w0, v0.x, x[c]))));
+        x[c + 1] = fma(-w3, v3.y, fma(-w2, v2.y, fma(-w1, v1.y, fma(-w0, v0.y, x[c + 1]))));
+    }
+}
+
 /// lu_warp_kernel for double with only half a row in registers at a time (64 registers: 8 warps
 /// per scheduler against 5), for batches larger than the warp kernel holds at once:
-/// - columns 0-15 factored as lu_warp_kernel factors them, over the half;
-/// - their L part to shared memory (each lane its row), columns 16-31 loaded;
-/// - the pivots applied to the right half four at a time: the rows at positions k .. k + 3
-///   store their right halves, as they were before step k, and their multipliers of columns
-///   k .. k + 3 in the same store instructions (four lanes active: a store by one lane costs
-///   the shared-memory queue as much as one by the whole warp). Every row then subtracts
-///   w V, V the four stored rows and w = l L^-1 (l the row's multipliers of columns k .. k + 3,
-///   0 where it is not updated, L the four rows' unit lower triangle): the rank-4 update by
-///   the four rows of U, without forming them;
-/// - columns 16-31 factored over the right half; the L part written back from shared memory.
-/// The left half sees the same operations as in lu_warp_kernel; the right half's update
-/// differs in rounding only (w V against four updates by the rows of U): on 10000 random
-/// matrices the same pivots and factors within 6e-14 of lu_warp_kernel's, relative to the
-/// largest entry. H200, FP64, 32 x 10000: 80.4-82.1 us, against 85.4-86.8 with the pivots in
-/// pairs and the same bits (its steps took about 45% of the stall samples) and 94-96 for
-/// lu_warp_kernel; slower for one round or less (32 x 528: 15.0-17.8 against 13.2-15.5 us),
-/// hence launch()'s threshold (bench/results/2026-11-29-h200-lu32-quad*).
+/// - columns 0-15 factored in panels of 4: the column steps of a panel (warp_column_step)
+///   update the panel's own columns only, so that each pivot row is broadcast at most 4 wide;
+///   rank4_update then applies the panel's 4 pivots to the half's columns on its right;
+/// - their L part to shared memory (each lane its row), columns 16-31 loaded, the 16 pivots
+///   applied to them by rank4_update four at a time;
+/// - columns 16-31 factored as columns 0-15; the L part written back from shared memory.
+/// The rank-4 updates differ from lu_warp_kernel's column-by-column updates in rounding only: on
+/// 10000 random matrices the same pivots and factors within 4e-14 of lu_warp_kernel's, relative
+/// to the largest entry; exact ties that the warp kernel's arithmetic keeps exact may resolve
+/// otherwise. H200, FP64, 32 x 10000: 78.7-79.0 us, against 80.8-81.0 with rank-4 updates of
+/// the right half only, 85.4-86.8 with the pivots applied to it in pairs (the warp kernel's
+/// bits; its steps took about 45% of the stall samples) and 94-96 for lu_warp_kernel; slower
+/// for less than one round (32 x 528: 17.3-17.8 against 14.5-15.2 us), hence launch()'s
+/// threshold (bench/results/2026-11-29-h200-lu32-quad*, -panel4*).
 template <int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int count) {
     constexpr int H = 16, LS = H + 2;  // a lane's row of the L part: 144 bytes, no bank conflicts
-    constexpr int QS = H + 4;          // a stored pivot row: its right half, then 4 multipliers
+    constexpr int QS = H + 4;          // a pivot row in rank4_update: 16 entries, then 4 multipliers
     constexpr int kWarps = MAXT / 32;
     __shared__ __align__(16) double srow[2][kWarps][H + 2];    // a pivot row, then its rp and sc
     __shared__ __align__(16) double squad[2][kWarps][4 * QS];  // four pivot rows (right half)
@@ -611,7 +654,14 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int co
 #pragma unroll
             for (int j = 0; j < H; ++j) {
                 if (j0 + j >= n) break;
-                warp_column_step(x, j, j0 + j, n, t, pos, my_piv, linfo, key, srow[j & 1][warp]);
+                const int e = (j / 4 + 1) * 4;  // the panel of 4 columns ends at e
+                warp_column_step(x, j, j0 + j, n, t, pos, my_piv, linfo, key, srow[j & 1][warp], e);
+                if (j + 1 == e && e < H) {
+                    if (j0 + e >= n) break;
+                    const double2 la = make_double2(x[e - 4], x[e - 3]), lb = make_double2(x[e - 2], x[e - 1]);
+                    rank4_update(x, e, j0 + e - 4, pos, t < n, la, lb, squad[(j / 4) & 1][warp]);
+                    key = pivot_key(x[e]);
+                }
             }
             if (h == 1 || n <= H) break;  // uniform over the warp
 #pragma unroll
@@ -620,33 +670,9 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int co
             for (int c = 0; c < H; ++c) x[c] = t < n && H + c < n ? A[t + static_cast<std::size_t>(H + c) * ld] : 0.0;
 #pragma unroll
             for (int k = 0; k < H; k += 4) {
-                double* rows = squad[(k / 4) & 1][warp];
-                const int p = pos - k;  // where this row is pivot row k + p
-                const bool piv = p >= 0 && p < 4;
-                const double2 la = *reinterpret_cast<const double2*>(myl + k);  // its l_k, l_k+1
+                const double2 la = *reinterpret_cast<const double2*>(myl + k);  // this row's l_k .. l_k+3
                 const double2 lb = *reinterpret_cast<const double2*>(myl + k + 2);
-                double* dst = rows + (piv ? p : 0) * QS;
-                store_row_if(piv, x, 0, dst);
-                store_pair_if(piv, la.x, la.y, dst + H);
-                store_pair_if(piv, lb.x, lb.y, dst + H + 2);
-                __syncwarp();
-                // L's entries below the diagonal: m[r][j] = multiplier of pivot row k + r in column k + j.
-                const double m10 = rows[QS + H], m20 = rows[2 * QS + H], m21 = rows[2 * QS + H + 1];
-                const double m30 = rows[3 * QS + H], m31 = rows[3 * QS + H + 1], m32 = rows[3 * QS + H + 2];
-                const bool live = t < n;
-                const double l0 = live && pos > k ? la.x : 0.0, l1 = live && pos > k + 1 ? la.y : 0.0;
-                const double l2 = live && pos > k + 2 ? lb.x : 0.0, l3 = live && pos > k + 3 ? lb.y : 0.0;
-                const double w3 = l3, w2 = fma(-w3, m32, l2), w1 = fma(-w3, m31, fma(-w2, m21, l1));
-                const double w0 = fma(-w3, m30, fma(-w2, m20, fma(-w1, m10, l0)));
-#pragma unroll
-                for (int c = 0; c < H; c += 2) {
-                    const double2 v0 = *reinterpret_cast<const double2*>(rows + c);
-                    const double2 v1 = *reinterpret_cast<const double2*>(rows + QS + c);
-                    const double2 v2 = *reinterpret_cast<const double2*>(rows + 2 * QS + c);
-                    const double2 v3 = *reinterpret_cast<const double2*>(rows + 3 * QS + c);
-                    x[c] = fma(-w3, v3.x, fma(-w2, v2.x, fma(-w1, v1.x, fma(-w0, v0.x, x[c]))));
-                    x[c + 1] = fma(-w3, v3.y, fma(-w2, v2.y, fma(-w1, v1.y, fma(-w0, v0.y, x[c + 1]))));
-                }
+                rank4_update(x, 0, k, pos, t < n, la, lb, squad[(k / 4) & 1][warp]);
             }
             key = pivot_key(x[0]);
         }
