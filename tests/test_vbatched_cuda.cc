@@ -317,21 +317,6 @@ TYPED_TEST(VBatchedCuda, ApiArgumentErrors) {
 
 // ---- LU (vgetrf, vgetrs) ---------------------------------------------------------------------
 
-/// kappa_1(A) as LAPACK's gecon estimates it from LAPACK's LU factors F of A (infinite for a
-/// singular A).
-inline double condition_1(const HostMatrix<double>& A, const HostMatrix<double>& F) {
-    double rcond = 0;
-    const double anorm = blas::lange('1', A.n, A.n, A.ptr(), A.ld);
-    LAPACKE_dgecon(LAPACK_COL_MAJOR, '1', A.n, F.ptr(), F.ld, anorm, &rcond);
-    return rcond > 0 ? 1.0 / rcond : HUGE_VAL;
-}
-inline double condition_1(const HostMatrix<float>& A, const HostMatrix<float>& F) {
-    float rcond = 0;
-    const float anorm = blas::lange('1', A.n, A.n, A.ptr(), A.ld);
-    LAPACKE_sgecon(LAPACK_COL_MAJOR, '1', A.n, F.ptr(), F.ld, anorm, &rcond);
-    return rcond > 0 ? 1.0 / rcond : HUGE_VAL;
-}
-
 template <class T>
 class VBatchedLuCuda : public VBatchedCudaTest {
 protected:

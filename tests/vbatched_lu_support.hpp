@@ -19,6 +19,21 @@
 
 namespace starfact::test {
 
+/// kappa_1(A) as LAPACK's gecon estimates it from LAPACK's LU factors F of A (infinite for a
+/// singular A).
+inline double condition_1(const HostMatrix<double>& A, const HostMatrix<double>& F) {
+    double rcond = 0;
+    const double anorm = blas::lange('1', A.n, A.n, A.ptr(), A.ld);
+    LAPACKE_dgecon(LAPACK_COL_MAJOR, '1', A.n, F.ptr(), F.ld, anorm, &rcond);
+    return rcond > 0 ? 1.0 / rcond : HUGE_VAL;
+}
+inline double condition_1(const HostMatrix<float>& A, const HostMatrix<float>& F) {
+    float rcond = 0;
+    const float anorm = blas::lange('1', A.n, A.n, A.ptr(), A.ld);
+    LAPACKE_sgecon(LAPACK_COL_MAJOR, '1', A.n, F.ptr(), F.ld, anorm, &rcond);
+    return rcond > 0 ? 1.0 / rcond : HUGE_VAL;
+}
+
 /// ||P A - L U||_1 / (n ||A||_1 eps) of a getrf output F (n x n) with 1-based pivots ipiv;
 /// +Inf when a pivot is out of range [i+1, n], NaN when the residual is.
 template <class T>
