@@ -618,13 +618,13 @@ __device__ __forceinline__ void rank4_update(double (&x)[16], int e, int k, int 
 ///   applied to them by rank4_update four at a time;
 /// - columns 16-31 factored as columns 0-15; the L part written back from shared memory.
 /// The rank-4 updates differ from lu_warp_kernel's column-by-column updates in rounding only: on
-/// 10000 random matrices the same pivots and factors within 4e-14 of lu_warp_kernel's, relative
+/// 10000 random matrices the same pivots and factors within 8e-14 of lu_warp_kernel's, relative
 /// to the largest entry; exact ties that the warp kernel's arithmetic keeps exact may resolve
-/// otherwise. H200, FP64, 32 x 10000: 78.7-79.0 us, against 80.8-81.0 with rank-4 updates of
-/// the right half only, 85.4-86.8 with the pivots applied to it in pairs (the warp kernel's
-/// bits; its steps took about 45% of the stall samples) and 94-96 for lu_warp_kernel; slower
-/// for less than one round (32 x 528: 17.3-17.8 against 14.5-15.2 us), hence launch()'s
-/// threshold (bench/results/2026-11-29-h200-lu32-quad*, -panel4*).
+/// otherwise. H200, FP64, 32 x 10000: 76.9-77.7 us (bench_batched_getrf), against 80.1-81.0
+/// with rank-4 updates of the right half only, 85.4-86.8 with the pivots applied to it in pairs
+/// (the warp kernel's bits; its steps took about 45% of the stall samples) and 94-96 for
+/// lu_warp_kernel; slower for less than one round (32 x 528: 17.3-17.8 against 14.5-15.2 us),
+/// hence launch()'s threshold (bench/results/2026-11-29-h200-lu32-quad*, -panel4*).
 template <int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int count) {
     constexpr int H = 16, LS = H + 2;  // a lane's row of the L part: 144 bytes, no bank conflicts
@@ -732,9 +732,9 @@ void launch(cudaStream_t stream, int nmax, const Batch& batch, int count) {
     if constexpr (std::is_same_v<T, double>) {
         // More matrices than the warp kernel's grid holds at once (one per warp): the half
         // kernel, whose 60% more warps per SM pay for its longer chain per matrix. (Below one
-        // round the warp kernel is faster: H200, 32 x 1320 18.1-18.9 against 18.6-20.4 us, 32 x
-        // 528 13.2-15.5 against 15.0-17.8; at exactly one round, 2640, the half kernel gains 3%,
-        // 25.6-25.7 against 26.3-26.6, not worth a threshold of its own.)
+        // round the warp kernel is faster: H200, 32 x 1320 18.4-18.5 against 18.9-19.2 us, 32 x
+        // 528 14.5-15.2 against 17.3-17.8; at exactly one round, 2640, the half kernel gains 7%,
+        // 24.3-24.5 against 26.2-26.3, left to the warp kernel by the strict comparison.)
         static const int warp_slots =
             detail::resident_blocks(lu_warp_kernel<T, 32, 128, 5, Batch>, 128, "getrf (warp kernel grid)") * 4;
         if (count > warp_slots) return launch_half<128, 8>(stream, batch, count);
