@@ -733,8 +733,8 @@ void launch(cudaStream_t stream, int nmax, const Batch& batch, int count) {
         // More matrices than the warp kernel's grid holds at once (one per warp): the half
         // kernel, whose 60% more warps per SM pay for its longer chain per matrix. (Below one
         // round the warp kernel is faster: H200, 32 x 1320 18.4-18.5 against 18.9-19.2 us, 32 x
-        // 528 14.5-15.2 against 17.3-17.8; at exactly one round, 2640, the half kernel gains 7%,
-        // 24.3-24.5 against 26.2-26.3, left to the warp kernel by the strict comparison.)
+        // 528 14.5-15.2 against 17.3-17.8. At exactly one round, 2640, the half kernel is 7%
+        // faster, 24.3-24.5 against 26.2-26.3: the crossover lies between, not measured finer.)
         static const int warp_slots =
             detail::resident_blocks(lu_warp_kernel<T, 32, 128, 5, Batch>, 128, "getrf (warp kernel grid)") * 4;
         if (count > warp_slots) return launch_half<128, 8>(stream, batch, count);
