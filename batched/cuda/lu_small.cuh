@@ -73,14 +73,15 @@ struct Vec16<float> {
     using type = float4;
 };
 
-/// Stores a row held in registers, columns c0 .. NC-1 (c0 rounded down to a 16-byte piece),
-/// to dst[0 .. NC) in shared memory: the pivot row's broadcast.
+/// Stores a row held in registers, columns c0 .. last-1 (c0 rounded down to a 16-byte piece,
+/// last a multiple of one), to dst[0 .. last) in shared memory: the pivot row's broadcast.
 template <class T, int NC>
-__device__ __forceinline__ void store_row(const T (&a)[NC], int c0, T* dst) {
+__device__ __forceinline__ void store_row(const T (&a)[NC], int c0, T* dst, int last = NC) {
     using V = typename Vec16<T>::type;
     constexpr int kV = static_cast<int>(sizeof(V) / sizeof(T));
 #pragma unroll
     for (int c = c0 / kV * kV; c < NC; c += kV) {
+        if (c >= last) break;
         V v;
         T* e = reinterpret_cast<T*>(&v);
 #pragma unroll
@@ -89,8 +90,6 @@ __device__ __forceinline__ void store_row(const T (&a)[NC], int c0, T* dst) {
     }
 }
 
-/// store_row by the lanes whose p is set, as predicated stores (no branch, so that the column
-/// step stays one basic block for the scheduler).
 /// dst[0] = x, dst[1] = y (dst aligned to the pair) where p is set, as one predicated store.
 __device__ __forceinline__ void store_pair_if(bool p, double x, double y, double* dst) {
     asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %0, 0;\n\t@q st.shared.v2.f64 [%1], {%2, %3};\n\t}\n" ::"r"(
@@ -113,13 +112,7 @@ __device__ __forceinline__ void store_row_if(bool p, const double (&a)[NC], int 
 }
 template <int NC>
 __device__ __forceinline__ void store_row_if(bool p, const float (&a)[NC], int c0, float* dst, int last = NC) {
-    if (p) {
-#pragma unroll
-        for (int c = c0 / 4 * 4; c < NC; c += 4) {
-            if (c >= last) break;
-            *reinterpret_cast<float4*>(&dst[c]) = make_float4(a[c], a[c + 1], a[c + 2], a[c + 3]);
-        }
-    }
+    if (p) store_row(a, c0, dst, last);
 }
 
 /// 1 / x in double without the slow path of the IEEE quotient: the hardware's approximation of
@@ -486,6 +479,7 @@ __device__ __forceinline__ int warp_pivot(bool cand, unsigned long long key, int
 /// of its row with plain fused multiply-adds. Rows that are not updated (the pivot rows, rows
 /// past n) take the multiplier 0, so their entries stay; they turn NaN where the pivot row holds
 /// an infinity or a NaN, whose matrix's factors are not specified beyond its pivots and info.
+/// With last < W (a panel of lu_half_kernel) only columns up to last - 1 are stored and updated.
 template <class T, int W>
 __device__ __forceinline__ void warp_column_step(T (&x)[W], int jj, int jg, int n, int t, int& pos, int& my_piv,
                                                  int& linfo, unsigned long long& key, T* row, int last = W) {
@@ -581,9 +575,11 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
 /// pivot row at or above k + j, a row past n), L the pivot rows' unit lower triangle. That is
 /// the update by the four rows of U without forming them (forming them in every row, which
 /// keeps lu_warp_kernel's bits, needs more than 64 registers).
+constexpr int kRank4Row = 16 + 4;  ///< a pivot row in rank4_update: 16 entries, then 4 multipliers
+
 __device__ __forceinline__ void rank4_update(double (&x)[16], int e, int k, int pos, bool live, double2 la, double2 lb,
                                              double* rows) {
-    constexpr int H = 16, QS = H + 4;
+    constexpr int H = 16, QS = kRank4Row;
     const int p = pos - k;  // where this row is pivot row k + p
     const bool piv = p >= 0 && p < 4;
     double* dst = rows + (piv ? p : 0) * QS;
@@ -628,11 +624,10 @@ __device__ __forceinline__ void rank4_update(double (&x)[16], int e, int k, int 
 template <int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int count) {
     constexpr int H = 16, LS = H + 2;  // a lane's row of the L part: 144 bytes, no bank conflicts
-    constexpr int QS = H + 4;          // a pivot row in rank4_update: 16 entries, then 4 multipliers
     constexpr int kWarps = MAXT / 32;
-    __shared__ __align__(16) double srow[2][kWarps][H + 2];    // a pivot row, then its rp and sc
-    __shared__ __align__(16) double squad[2][kWarps][4 * QS];  // four pivot rows (right half)
-    __shared__ __align__(16) double sl[kWarps][32 * LS];       // the L part, a row per lane
+    __shared__ __align__(16) double srow[2][kWarps][H + 2];           // a pivot row, then its rp and sc
+    __shared__ __align__(16) double squad[2][kWarps][4 * kRank4Row];  // rank4_update's four pivot rows
+    __shared__ __align__(16) double sl[kWarps][32 * LS];              // the L part, a row per lane
 
     const int t = threadIdx.x & 31, warp = threadIdx.x / 32;
     const int stride = gridDim.x * kWarps;
