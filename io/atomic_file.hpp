@@ -1,5 +1,6 @@
 // AtomicFile: output written to a temporary file beside its destination and renamed over it
-// once complete, so the destination never holds a partial file (internal to io/).
+// once complete, so the destination never holds a partial file; and the other helpers internal
+// to io/.
 #pragma once
 
 #include <cstddef>
@@ -33,5 +34,10 @@ private:
 
 /// The directory part of a path ("." when it has none).
 std::string directory_of(const std::string& path);
+
+/// Throws FileError(path) when `bytes` (what reading the file allocates; `what` describes it,
+/// e.g. "shape (50000, 50000)") exceed this machine's physical memory: a clean error before the
+/// allocation instead of std::bad_alloc or the out-of-memory killer.
+void require_memory(const std::string& path, std::size_t bytes, const std::string& what);
 
 }  // namespace starfact::io::detail

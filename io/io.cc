@@ -21,6 +21,17 @@ bool ends_with(const std::string& s, const char* suffix) {
 
 }  // namespace
 
+namespace detail {
+
+void require_memory(const std::string& path, std::size_t bytes, const std::string& what) {
+    const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    if (have > 0 && static_cast<double>(bytes) > have)
+        throw FileError(path, fmt::format("{} needs {:.1f} GiB of memory once read, this machine has {:.1f} GiB", what,
+                                          static_cast<double>(bytes) / (1 << 30), have / (1 << 30)));
+}
+
+}  // namespace detail
+
 Format format_of(const std::string& path) {
     if (ends_with(path, ".npy")) return Format::Npy;
     if (ends_with(path, ".mtx")) return Format::MatrixMarket;

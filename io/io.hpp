@@ -23,7 +23,8 @@ private:
 };
 
 /// count matrices of m x n, column-major one after the other (matrix b starts at
-/// data[b * m * n], leading dimension m), as read from a file and converted to T.
+/// data[b * m * n], formed in 64 bits; leading dimension m), as read from a file and converted
+/// to T.
 template <class T>
 struct Dense {
     int ndim = 2;       ///< dimensions in the file: 1 (a vector, read as n x 1), 2, or 3 (a batch)
@@ -43,16 +44,21 @@ Format format_of(const std::string& path);
 
 /// Reads a .npy file: dtype '<f4' or '<f8', C or Fortran order, 1-D (a column), 2-D (one
 /// m x n matrix) or 3-D (count x m x n, a batch). Values are converted to T. Every dimension
-/// and m * n must fit in an int (LAPACK's indices). Throws FileError naming the file and what
-/// is wrong: missing or unreadable file, bad magic, bad header, unsupported dtype or rank,
-/// truncated data, trailing bytes.
+/// must fit in an int (orders and counts are LAPACK's ints); element counts are 64-bit, so
+/// m * n and count * m * n may pass 2^31 (a (50000, 50000) matrix is read). The data is read
+/// a block at a time: reading takes the matrices' memory and a few MiB more. Throws FileError
+/// naming the file and what is wrong: missing or unreadable file, bad magic, bad header,
+/// unsupported dtype or rank, a dimension beyond 2^31-1, truncated data, trailing bytes, more
+/// data than this machine's memory holds (found before anything is allocated).
 template <class T>
 Dense<T> read_npy(const std::string& path);
 
 /// Reads a Matrix Market array file: "%%MatrixMarket matrix array real|integer general" (m x n
 /// values, column by column) or "... symmetric" (square; the lower triangle column by column,
 /// mirrored into the upper one). Coordinate (sparse), complex and pattern files are refused.
-/// Throws FileError as read_npy does, with the line of a value that is not a number.
+/// m and n must fit in an int, m * n need not. Throws FileError as read_npy does, with the line
+/// of a value that is not a number; a size line that promises more values than the file's bytes
+/// can hold is truncation, found before the matrix is allocated.
 template <class T>
 Dense<T> read_mtx(const std::string& path);
 

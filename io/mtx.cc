@@ -72,13 +72,15 @@ public:
         return true;
     }
 
-    int line() const { return line_no_; }
+    long long line() const { return line_no_; }
+    /// Bytes not scanned yet.
+    std::size_t remaining() const { return pos_ < s_.size() ? s_.size() - pos_ : 0; }
 
 private:
     const std::string& path_;
     const std::string& s_;
     std::size_t pos_ = 0;
-    int line_no_ = 0;  ///< lines consumed so far
+    long long line_no_ = 0;  ///< lines consumed so far (an array file has a line per value)
 };
 
 std::string read_text(const std::string& path) {
@@ -130,20 +132,31 @@ Dense<T> read_mtx(const std::string& path) {
     if (!(sizes >> m >> n) || (sizes >> extra) || m < 0 || n < 0)
         throw FileError(path, fmt::format("line {}: bad size line '{}' (an array file gives 'rows columns')",
                                           scan.line(), line));
-    if (m > INT_MAX || n > INT_MAX || m * n > INT_MAX)
-        throw FileError(path, fmt::format("wrong dimensions: {} x {} has more than 2^31-1 elements, beyond LAPACK's "
-                                          "32-bit indices", m, n));
+    // The orders are ints (LAPACK's); the element count is 64-bit.
+    if (m > INT_MAX || n > INT_MAX)
+        throw FileError(path, fmt::format("wrong dimensions: {} x {} has an order beyond 2^31-1 (matrix orders are "
+                                          "32-bit ints)",
+                                          m, n));
     const bool symmetric = symmetry == "symmetric";
     if (symmetric && m != n)
         throw FileError(path, fmt::format("wrong dimensions: a symmetric matrix must be square, the size line says "
                                           "{} x {}", m, n));
+    const std::size_t expected =
+        symmetric ? static_cast<std::size_t>(n) * (n + 1) / 2 : static_cast<std::size_t>(m) * n;
+    // Every value takes at least two bytes (a digit and a separator, the last one one): a size
+    // line that promises more values than the text can hold is truncation, found before the
+    // matrix is allocated.
+    if (expected > 0 && scan.remaining() < 2 * expected - 1)
+        throw FileError(path, fmt::format("truncated data: {} x {} {} needs {} values, the file has {} bytes left for "
+                                          "them",
+                                          m, n, symmetry, expected, scan.remaining()));
+    detail::require_memory(path, static_cast<std::size_t>(m) * n * sizeof(T), fmt::format("{} x {}", m, n));
     Dense<T> out;
     out.ndim = 2;
     out.m = static_cast<int>(m);
     out.n = static_cast<int>(n);
     out.dtype = field == "integer" ? "integer" : "real";
     out.data.assign(static_cast<std::size_t>(m) * n, T(0));
-    const std::size_t expected = symmetric ? static_cast<std::size_t>(n) * (n + 1) / 2 : static_cast<std::size_t>(m) * n;
     std::size_t got = 0;
     double v = 0.0;
     for (std::size_t j = 0; j < static_cast<std::size_t>(n); ++j)

@@ -2,6 +2,7 @@
 // matrices, writing Fortran-order arrays.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -113,8 +115,9 @@ private:
             if (!std::isdigit(static_cast<unsigned char>(peek()))) fail("expected a dimension");
             long long d = 0;
             while (std::isdigit(static_cast<unsigned char>(peek()))) {
+                // read_npy refuses a dimension beyond 2^31-1 with the shape; here it must not wrap.
+                if (d > (LLONG_MAX - 9) / 10) fail("a dimension beyond 2^63");
                 d = d * 10 + (s_[pos_++] - '0');
-                if (d > INT_MAX) fail("a dimension beyond 2^31-1");
             }
             // Python's long suffix, written by old NumPy versions.
             if (peek() == 'L') ++pos_;
@@ -182,46 +185,98 @@ constexpr const char* descr_of() {
     return sizeof(T) == 4 ? "<f4" : "<f8";
 }
 
-/// Copies `raw` (the file's elements, of type S, in the file's order) into out's column-major
-/// matrices.
+/// Reads the file's elements (of type S) in order, a block at a time: converting them to T and
+/// reordering them into column-major matrices then needs no second copy of the array.
+template <class S>
+class ElementReader {
+public:
+    ElementReader(const std::string& path, std::FILE* f, const NpyHeader& h, std::size_t total)
+        : path_(path), f_(f), h_(h), total_(total) {}
+
+    /// The next `count` elements, converted to T, into `dst` (straight from the file when S is T).
+    template <class T>
+    void read(T* dst, std::size_t count) {
+        if constexpr (std::is_same_v<S, T>) {
+            fill(dst, count);
+        } else {
+            buf_.resize(std::max(buf_.size(), count));
+            fill(buf_.data(), count);
+            for (std::size_t k = 0; k < count; ++k) dst[k] = static_cast<T>(buf_[k]);
+        }
+    }
+    /// The next `count` elements, in the reader's own buffer (valid until the next call).
+    const S* block(std::size_t count) {
+        buf_.resize(std::max(buf_.size(), count));
+        fill(buf_.data(), count);
+        return buf_.data();
+    }
+    /// One element at a time, for the orders that scatter every element.
+    S next() {
+        if (pos_ == have_) {
+            have_ = std::min(kBlock, total_ - done_);
+            block(have_);
+            pos_ = 0;
+        }
+        return buf_[pos_++];
+    }
+
+    static constexpr std::size_t kBlock = std::size_t(1) << 20;
+
+private:
+    void fill(S* dst, std::size_t count) {
+        const std::size_t got = std::fread(dst, sizeof(S), count, f_);
+        done_ += got;
+        if (got != count)
+            throw FileError(path_, fmt::format("truncated data: shape {} needs {} values, the file holds {}",
+                                               shape_string(h_.shape), total_, done_));
+    }
+
+    const std::string& path_;
+    std::FILE* f_;
+    const NpyHeader& h_;
+    std::size_t total_, done_ = 0;
+    std::vector<S> buf_;
+    std::size_t pos_ = 0, have_ = 0;
+};
+
+/// Reads the file's data (elements of type S in the file's order) into out's column-major
+/// matrices, a block at a time.
 template <class T, class S>
-void reorder(const S* raw, bool fortran, int ndim, Dense<T>& out) {
-    const std::size_t c = out.count, m = out.m, n = out.n;
+void read_data(const std::string& path, std::FILE* f, const NpyHeader& h, int ndim, Dense<T>& out) {
+    const std::size_t c = out.count, m = out.m, n = out.n, mn = m * n;
+    if (c * mn == 0) return;
+    ElementReader<S> in(path, f, h, c * mn);
     T* dst = out.data.data();
-    if (ndim == 1 || (ndim == 2 && fortran)) {
-        for (std::size_t k = 0; k < m * n; ++k) dst[k] = static_cast<T>(raw[k]);
-    } else if (ndim == 2) {
-        for (std::size_t i = 0; i < m; ++i)
-            for (std::size_t j = 0; j < n; ++j) dst[i + j * m] = static_cast<T>(raw[i * n + j]);
-    } else if (fortran) {
+    constexpr std::size_t kBlock = ElementReader<S>::kBlock;
+    if (ndim == 1 || (ndim == 2 && h.fortran)) {
+        // Already column-major.
+        for (std::size_t k = 0; k < mn; k += kBlock) in.read(dst + k, std::min(kBlock, mn - k));
+    } else if (!h.fortran) {
+        // C order: each matrix row by row; a block of rows is written column by column.
+        const std::size_t rows = std::max<std::size_t>(1, kBlock / n);
+        for (std::size_t b = 0; b < c; ++b) {
+            T* d = dst + b * mn;
+            for (std::size_t i0 = 0; i0 < m; i0 += rows) {
+                const std::size_t r = std::min(rows, m - i0);
+                const S* src = in.block(r * n);
+                for (std::size_t j = 0; j < n; ++j)
+                    for (std::size_t i = 0; i < r; ++i) d[i0 + i + j * m] = static_cast<T>(src[i * n + j]);
+            }
+        }
+    } else {
         // Shape (c, m, n) in Fortran order: the batch index varies fastest.
         for (std::size_t j = 0; j < n; ++j)
             for (std::size_t i = 0; i < m; ++i)
-                for (std::size_t b = 0; b < c; ++b) dst[b * m * n + i + j * m] = static_cast<T>(raw[b + c * (i + m * j)]);
-    } else {
-        for (std::size_t b = 0; b < c; ++b)
-            for (std::size_t i = 0; i < m; ++i)
-                for (std::size_t j = 0; j < n; ++j)
-                    dst[b * m * n + i + j * m] = static_cast<T>(raw[(b * m + i) * n + j]);
+                for (std::size_t b = 0; b < c; ++b) dst[b * mn + i + j * m] = static_cast<T>(in.next());
     }
 }
 
-template <class T, class S>
-void read_data(const std::string& path, std::FILE* f, const NpyHeader& h, int ndim, Dense<T>& out) {
-    const std::size_t elems = static_cast<std::size_t>(out.count) * out.m * out.n;
-    if (elems == 0) return;
-    std::vector<S> raw(elems);
-    const std::size_t got = std::fread(raw.data(), sizeof(S), elems, f);
-    if (got != elems)
-        throw FileError(path, fmt::format("truncated data: shape {} needs {} values, the file holds {}",
-                                          shape_string(h.shape), elems, got));
-    reorder(raw.data(), h.fortran, ndim, out);
-}
-
-template <class T>
-void write_array(const std::string& path, const std::vector<long long>& shape, const T* data, std::size_t elems) {
-    // Version 1.0; the magic, length and header together take a multiple of 64 bytes and the
-    // header ends with a newline, as NumPy writes them.
+/// Writes a version 1.0 .npy file of T's dtype and `shape` in Fortran order; `data(out)` appends
+/// the elements, in that order, to the AtomicFile `out`.
+template <class T, class Data>
+void write_array(const std::string& path, const std::vector<long long>& shape, Data data) {
+    // The magic, length and header together take a multiple of 64 bytes and the header ends
+    // with a newline, as NumPy writes them.
     std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': True, 'shape': {}, }}", descr_of<T>(),
                                    shape_string(shape));
     const std::size_t unpadded = kMagicLen + 4 + dict.size() + 1;
@@ -235,7 +290,7 @@ void write_array(const std::string& path, const std::vector<long long>& shape, c
     pre.push_back(static_cast<char>(dict.size() >> 8));
     detail::AtomicFile out(path);
     out.write(pre + dict);
-    out.write(data, elems * sizeof(T));
+    data(out);
     out.commit();
 }
 
@@ -260,12 +315,16 @@ Dense<T> read_npy(const std::string& path) {
     Dense<T> out;
     out.ndim = ndim;
     out.dtype = h.descr;
+    // Orders and batch counts are ints (LAPACK's, and every per-matrix kernel's); element counts
+    // are 64-bit, so a (50000, 50000) matrix is read.
+    for (const long long d : h.shape)
+        if (d > INT_MAX)
+            throw FileError(path, fmt::format("wrong dimensions: shape {} has a dimension beyond 2^31-1 (matrix orders "
+                                              "and batch counts are 32-bit ints)",
+                                              shape_string(h.shape)));
     out.count = ndim == 3 ? static_cast<int>(h.shape[0]) : 1;
     out.m = static_cast<int>(h.shape[ndim == 3 ? 1 : 0]);
     out.n = ndim == 1 ? 1 : static_cast<int>(h.shape[ndim - 1]);
-    if (static_cast<long long>(out.m) * out.n > INT_MAX)
-        throw FileError(path, fmt::format("wrong dimensions: {} x {} matrices have more than 2^31-1 elements, beyond "
-                                          "LAPACK's 32-bit indices", out.m, out.n));
     const std::size_t item = h.descr == "<f4" ? 4 : 8;
     const std::size_t per_matrix = static_cast<std::size_t>(out.m) * out.n;
     if (per_matrix > 0 && static_cast<std::size_t>(out.count) > (SIZE_MAX / item) / per_matrix)
@@ -282,6 +341,7 @@ Dense<T> read_npy(const std::string& path) {
     if (have > elems * item)
         throw FileError(path, fmt::format("{} bytes after the data of shape {} of '{}' (the header does not "
                                           "describe the file)", have - elems * item, shape_string(h.shape), h.descr));
+    detail::require_memory(path, elems * sizeof(T), fmt::format("shape {}", shape_string(h.shape)));
     out.data.resize(elems);
     if (item == 4)
         read_data<T, float>(path, f.get(), h, ndim, out);
@@ -295,14 +355,14 @@ void write_npy(const std::string& path, int m, int n, const T* A, int lda) {
     require_dims(path, m, n, "matrix");
     if (lda < std::max(1, m)) throw FileError(path, fmt::format("lda = {} < max(1, m = {})", lda, m));
     const std::size_t mm = m, nn = n;
-    if (lda == m) {
-        write_array(path, {m, n}, A, mm * nn);
-        return;
-    }
-    std::vector<T> packed(mm * nn);
-    for (std::size_t j = 0; j < nn; ++j)
-        for (std::size_t i = 0; i < mm; ++i) packed[i + j * mm] = A[i + j * static_cast<std::size_t>(lda)];
-    write_array(path, {m, n}, packed.data(), packed.size());
+    write_array<T>(path, {m, n}, [&](detail::AtomicFile& out) {
+        if (lda == m) {
+            out.write(A, mm * nn * sizeof(T));
+            return;
+        }
+        // Column by column: no packed copy of a matrix that may fill most of the memory.
+        for (std::size_t j = 0; j < nn; ++j) out.write(A + j * static_cast<std::size_t>(lda), mm * sizeof(T));
+    });
 }
 
 template <class T>
@@ -310,11 +370,23 @@ void write_npy_batch(const std::string& path, int count, int m, int n, const T* 
     require_dims(path, m, n, "matrix");
     if (count < 0) throw FileError(path, fmt::format("negative batch count {}", count));
     const std::size_t c = count, mm = m, nn = n;
-    std::vector<T> fortran(c * mm * nn);
-    for (std::size_t j = 0; j < nn; ++j)
-        for (std::size_t i = 0; i < mm; ++i)
-            for (std::size_t b = 0; b < c; ++b) fortran[b + c * (i + mm * j)] = A[b * mm * nn + i + j * mm];
-    write_array(path, {count, m, n}, fortran.data(), fortran.size());
+    write_array<T>(path, {count, m, n}, [&](detail::AtomicFile& out) {
+        // Fortran order of shape (count, m, n): the batch index varies fastest, gathered a block
+        // at a time.
+        const std::size_t chunk = std::size_t(1) << 20;
+        std::vector<T> block;
+        block.reserve(std::min(c * mm * nn, chunk));
+        for (std::size_t j = 0; j < nn; ++j)
+            for (std::size_t i = 0; i < mm; ++i)
+                for (std::size_t b = 0; b < c; ++b) {
+                    block.push_back(A[b * mm * nn + i + j * mm]);
+                    if (block.size() == chunk) {
+                        out.write(block.data(), block.size() * sizeof(T));
+                        block.clear();
+                    }
+                }
+        out.write(block.data(), block.size() * sizeof(T));
+    });
 }
 
 template Dense<float> read_npy<float>(const std::string&);
