@@ -59,10 +59,19 @@ Format parse_format(const std::string& s) {
     return s == "json" ? Format::Json : s == "csv" ? Format::Csv : Format::Table;
 }
 
-void check_problem_size(const char* option, long rows, long cols, int elem_size, int copies) {
-    if (rows * cols > static_cast<long>(INT_MAX))
-        throw ArgumentError(option, fmt::format("{} x {} has more than 2^31-1 elements, beyond LAPACK's 32-bit indices",
-                                                rows, cols));
+void check_problem_size(const char* option, long rows, long cols, int elem_size, int copies, int nb) {
+    // Element counts are 64-bit all the way (TileMatrix, the LAPACK-layout copies, the files):
+    // only the orders themselves and one tile must fit LAPACK's and cuBLAS's 32-bit ints.
+    if (rows > INT_MAX || cols > INT_MAX)
+        throw ArgumentError(option,
+                            fmt::format("{} x {}: an order beyond 2^31-1 (matrix orders are 32-bit ints)", rows, cols));
+    if (nb > 0) {
+        const long long tile = static_cast<long long>(std::min<long>(nb, rows)) * std::min<long>(nb, cols);
+        if (tile > INT_MAX)
+            throw ArgumentError("--nb", fmt::format("{}: a tile of the {} x {} matrix would hold {} elements, beyond "
+                                                    "the 2^31-1 that one tile's LAPACK and cuBLAS calls take",
+                                                    nb, rows, cols, tile));
+    }
     const double need = static_cast<double>(rows) * cols * elem_size * copies;
     const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     if (need > have)

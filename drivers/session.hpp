@@ -77,9 +77,12 @@ void add_factor_options(CLI::App& cmd, FactorOptions& o);
 CLI::Validator no_minus_sign();
 Format parse_format(const std::string& s);
 
-/// Usage errors found after parsing (exit code 2, nothing started): sizes that do not fit
-/// in memory or in 32-bit LAPACK indices.
-void check_problem_size(const char* option, long rows, long cols, int elem_size, int copies);
+/// Usage errors found after parsing (exit code 2, nothing started), naming `option`: a rows x
+/// cols problem whose `copies` copies of elem_size-byte elements do not fit in host memory, or
+/// an order beyond 2^31-1. Element counts may pass 2^31 (n = 100000 is fine: offsets are 64-bit
+/// everywhere). With nb > 0 also refuses, naming --nb, a tile min(nb, rows) x min(nb, cols) of
+/// more than 2^31-1 elements (one tile's LAPACK and cuBLAS calls take 32-bit sizes).
+void check_problem_size(const char* option, long rows, long cols, int elem_size, int copies, int nb = 0);
 
 /// The configuration in effect: StarPU version, scheduler, workers, GPUs, models.
 nlohmann::ordered_json runtime_config(const Runtime& rt);

@@ -1,6 +1,6 @@
 // Bad input to every subcommand of the command line (../shared/TESTING.md, "Bad input to the
-// command line"): an unknown option, a missing or malformed value, n < 0, nb < 0, sizes whose
-// element count is beyond 32-bit indices, an output path that cannot be written. Each must exit with
+// command line"): an unknown option, a missing or malformed value, n < 0, nb < 0, sizes beyond
+// the host memory of any machine, an output path that cannot be written. Each must exit with
 // code 2, name the option and the value on stderr, print nothing on stdout, leave STARPU_HOME
 // untouched (StarPU never started), and leave the output directory as it was: an existing output
 // file keeps its bytes and no temporary or partial file is left.
@@ -71,7 +71,7 @@ protected:
 
 // Every factorization subcommand takes -n, --nb, --prec, --niter, --seed, --format (one shared
 // declaration, drivers/session.cc): every bad value of each on potrf, and the TESTING.md categories
-// (unknown option, missing and malformed values, n < 0, nb < 0, n^2 beyond 32-bit indices, a stray
+// (unknown option, missing and malformed values, n < 0, nb < 0, n^2 beyond host memory, a stray
 // argument) on every other subcommand. Process start-up costs about 0.3 s here, hence not the
 // full list everywhere.
 TEST_F(CliErrors, CommonOptionsOfEveryFactorizationSubcommand) {
@@ -96,8 +96,8 @@ TEST_F(CliErrors, CommonOptionsOfEveryFactorizationSubcommand) {
             {{cmd, "-n"}, {"-n"}},
             {{cmd, "-n", "abc"}, {"-n", "abc"}},
             {{cmd, "-n", "-5"}, {"-n", "-5"}},
-            // 46341^2 > 2^31 - 1 elements (and n^2 * 8 bytes far beyond 32 bits).
-            {{cmd, "-n", "46341"}, {"-n", "46341"}},
+            // 4e12 elements: beyond the host memory of any machine (2^31 elements are no limit).
+            {{cmd, "-n", "2000000"}, {"-n", "2000000"}},
             {{cmd, "--nb", "-1"}, {"--nb", "-1"}},
             {{cmd, "--seed", "-1"}, {"--seed", "-1"}},
             {{cmd, "--format", "xml"}, {"--format", "xml"}},
@@ -160,7 +160,7 @@ TEST_F(CliErrors, InfoAndAccuracyAndTheCommandItself) {
         {{"accuracy", "--orders", "-5"}, {"--orders", "-5"}},
         {{"accuracy", "--orders", "abc"}, {"--orders", "abc"}},
         {{"accuracy", "--orders"}, {"--orders"}},
-        {{"accuracy", "--orders", "46341"}, {"--orders", "46341"}},
+        {{"accuracy", "--orders", "2000000"}, {"--orders", "2000000"}},
         {{"accuracy", "--tiles", "-1"}, {"--tiles", "-1"}},
         {{"accuracy", "--refine", "x"}, {"--refine", "x"}},
         {{"accuracy", "--refine", "99"}, {"--refine", "99"}},

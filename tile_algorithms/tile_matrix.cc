@@ -19,12 +19,17 @@ void TileMatrix<T>::set_shape(int m, int n, int nb) {
     require(m >= 0, "m", fmt::format("must be >= 0, got {}", m));
     require(n >= 0, "n", fmt::format("must be >= 0, got {}", n));
     require(nb >= 1, "nb", fmt::format("must be >= 1, got {}", nb));
+    const long long tile = max_tile_elements(m, n, nb);
+    require(tile <= std::numeric_limits<int>::max(), "nb",
+            fmt::format("{}: a tile of the {} x {} matrix would hold {} elements, beyond the 2^31-1 that LAPACK, "
+                        "cuBLAS and StarPU take for one tile; use a smaller nb",
+                        nb, m, n, tile));
     if (!Runtime::active()) throw RuntimeError("TileMatrix needs a running starfact::Runtime");
     m_ = m;
     n_ = n;
     nb_ = nb;
-    mt_ = (m + nb - 1) / nb;
-    nt_ = (n + nb - 1) / nb;
+    mt_ = static_cast<int>((static_cast<long long>(m) + nb - 1) / nb);
+    nt_ = static_cast<int>((static_cast<long long>(n) + nb - 1) / nb);
     bytes_ = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * sizeof(T);
 }
 
@@ -66,11 +71,18 @@ TileMatrix<T> TileMatrix<T>::wrap(T* storage, int m, int n, int nb) {
     return TileMatrix(Wrapped{}, storage, m, n, nb);
 }
 
+// Tile columns 0..j-1 hold nb columns of m elements each; inside tile column j, tiles 0..i-1
+// hold nb rows of tile_n(j) columns each. Every product is formed in 64 bits.
 template <class T>
 std::size_t TileMatrix<T>::tile_offset(int m, int n, int nb, int i, int j) {
-    const int nt = (n + nb - 1) / nb;
-    const int tn = j + 1 < nt ? nb : n - j * nb;
-    return static_cast<std::size_t>(j) * nb * m + static_cast<std::size_t>(i) * nb * tn;
+    const std::size_t tn = static_cast<std::size_t>(tile_extent(n, nb, j));
+    return static_cast<std::size_t>(j) * static_cast<std::size_t>(nb) * static_cast<std::size_t>(m) +
+           static_cast<std::size_t>(i) * static_cast<std::size_t>(nb) * tn;
+}
+
+template <class T>
+long long TileMatrix<T>::max_tile_elements(int m, int n, int nb) {
+    return static_cast<long long>(std::min(nb, m)) * std::min(nb, n);
 }
 
 // Tile column j holds m x tile_n(j) elements; inside it, tile i is contiguous with ld = tile_m(i).

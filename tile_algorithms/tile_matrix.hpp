@@ -4,6 +4,7 @@
 
 #include <starpu.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -13,7 +14,10 @@ template <class T>
 class TileMatrix {
 public:
     /// An m x n matrix in nb x nb tiles (m, n >= 0, nb >= 1), uninitialised. A Runtime must
-    /// exist; the TileMatrix must be destroyed before it. Throws ArgumentError on bad sizes.
+    /// exist; the TileMatrix must be destroyed before it. Element counts and offsets are 64-bit:
+    /// m * n may pass 2^31 (n = 100000 is fine). Each tile's LAPACK, cuBLAS and StarPU calls take
+    /// 32-bit sizes, so a tile, min(nb, m) x min(nb, n), must hold at most 2^31-1 elements.
+    /// Throws ArgumentError on bad sizes (naming "nb" for a tile too large).
     TileMatrix(int m, int n, int nb);
     /// Wraps storage the caller owns that is already in this class's tile layout: tile column
     /// after tile column, inside tile column j tile i after tile i-1, each tile column-major
@@ -27,6 +31,12 @@ public:
     /// Where tile (i, j) of an m x n matrix in nb x nb tiles starts, in elements from the
     /// start of the storage (the layout that wrap() expects and the constructor allocates).
     static std::size_t tile_offset(int m, int n, int nb, int i, int j);
+    /// Rows of tile row k (or columns of tile column k) of a dimension of `size` in tiles of
+    /// nb: nb, except for the last tile, which holds the rest (0 <= k < ceil(size / nb)).
+    static int tile_extent(int size, int nb, int k) { return std::min(nb, size - k * nb); }
+    /// Elements of the largest tile, min(nb, m) * min(nb, n), in 64 bits: the constructor and
+    /// wrap() refuse more than 2^31-1.
+    static long long max_tile_elements(int m, int n, int nb);
     ~TileMatrix();
     TileMatrix(TileMatrix&& other) noexcept;
     TileMatrix& operator=(TileMatrix&& other) noexcept;
@@ -38,8 +48,8 @@ public:
     int nb() const { return nb_; }
     int mt() const { return mt_; }  ///< tile rows
     int nt() const { return nt_; }  ///< tile columns
-    int tile_m(int i) const { return i + 1 < mt_ ? nb_ : m_ - i * nb_; }
-    int tile_n(int j) const { return j + 1 < nt_ ? nb_ : n_ - j * nb_; }
+    int tile_m(int i) const { return tile_extent(m_, nb_, i); }
+    int tile_n(int j) const { return tile_extent(n_, nb_, j); }
 
     /// The StarPU handle of tile (i, j).
     starpu_data_handle_t operator()(int i, int j) const { return handles_[i + static_cast<std::size_t>(j) * mt_]; }
