@@ -46,6 +46,18 @@ struct Failure {
     int info;
 };
 
+/// Where matrix b of a strided batch starts, in elements from the batch's base: b * stride,
+/// formed in 64 bits (it passes 2^31 as soon as the batch holds more than 2^31 elements, e.g.
+/// 3 million matrices of 32 x 32, though every matrix's own indices fit in an int). The same
+/// for matrix b's pivots (stride n) and tau (stride min(m, n)).
+constexpr long long batch_offset(int b, long long stride) { return static_cast<long long>(b) * stride; }
+
+/// Matrix b of a strided batch (or its pivots, its tau): base + batch_offset(b, stride).
+template <class E>
+constexpr E* batch_matrix(E* base, long long stride, int b) {
+    return base + batch_offset(b, stride);
+}
+
 /// Every b with info[b] != 0, in increasing order (host array).
 std::vector<Failure> failures(const int* info, int count);
 

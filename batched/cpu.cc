@@ -105,7 +105,7 @@ template <class P>
 struct Batch {
     P base;
     long long stride;
-    P operator[](int b) const { return base + static_cast<long long>(b) * stride; }
+    P operator[](int b) const { return batch_matrix(base, stride, b); }
 };
 template <class P>
 struct PointerBatch {
@@ -132,9 +132,8 @@ int getrf_host(const Problem& p, BatchA A, int* ipiv, int* info, const HostOptio
         detail::zero_info(info, p.count);
         return 0;
     }
-    detail::for_each_matrix(p.count, opt.threads, [&](int b) {
-        info[b] = detail::getrf_one(p.n, A[b], p.lda, ipiv + static_cast<std::size_t>(b) * p.n);
-    });
+    detail::for_each_matrix(p.count, opt.threads,
+                            [&](int b) { info[b] = detail::getrf_one(p.n, A[b], p.lda, batch_matrix(ipiv, p.n, b)); });
     return count_failures(info, p.count);
 }
 
@@ -142,7 +141,7 @@ template <class T, class BatchA, class BatchB>
 void getrs_host(const Problem& p, BatchA A, const int* ipiv, BatchB B, const HostOptions& opt) {
     if (detail::nothing_to_do(p)) return;
     detail::for_each_matrix(p.count, opt.threads, [&](int b) {
-        detail::getrs_one<T>(p.n, p.nrhs, A[b], p.lda, ipiv + static_cast<std::size_t>(b) * p.n, B[b], p.ldb);
+        detail::getrs_one<T>(p.n, p.nrhs, A[b], p.lda, batch_matrix(ipiv, p.n, b), B[b], p.ldb);
     });
 }
 
@@ -167,9 +166,8 @@ void potrs_host(const Problem& p, Uplo uplo, BatchA A, BatchB B, const HostOptio
 template <class T, class BatchA>
 void geqrf_host(const Problem& p, BatchA A, T* tau, const HostOptions& opt) {
     if (detail::nothing_to_do(p)) return;
-    detail::for_each_matrix(p.count, opt.threads, [&](int b) {
-        detail::geqrf_one<T>(p.m, p.n, A[b], p.lda, tau + static_cast<std::size_t>(b) * p.n);
-    });
+    detail::for_each_matrix(p.count, opt.threads,
+                            [&](int b) { detail::geqrf_one<T>(p.m, p.n, A[b], p.lda, batch_matrix(tau, p.n, b)); });
 }
 
 template <class T, class BatchA, class BatchB>
@@ -179,8 +177,7 @@ int gels_host(const Problem& p, BatchA A, T* tau, BatchB B, int* info, const Hos
         return 0;
     }
     detail::for_each_matrix(p.count, opt.threads, [&](int b) {
-        info[b] =
-            detail::gels_one<T>(p.m, p.n, p.nrhs, A[b], p.lda, tau + static_cast<std::size_t>(b) * p.n, B[b], p.ldb);
+        info[b] = detail::gels_one<T>(p.m, p.n, p.nrhs, A[b], p.lda, batch_matrix(tau, p.n, b), B[b], p.ldb);
     });
     return count_failures(info, p.count);
 }

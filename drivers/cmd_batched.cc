@@ -112,9 +112,10 @@ template <class T>
 void copy_in(const io::Dense<T>& d, T* dst, int ld, long long s) {
     parallel_for(d.count, [&](int b) {
         const T* src = d.matrix(b);
+        T* out = batched::batch_matrix(dst, s, b);
         for (int j = 0; j < d.n; ++j)
             for (int i = 0; i < d.m; ++i)
-                dst[b * s + i + static_cast<long long>(j) * ld] = src[i + static_cast<std::size_t>(j) * d.m];
+                out[i + static_cast<std::size_t>(j) * ld] = src[i + static_cast<std::size_t>(j) * d.m];
     });
 }
 
@@ -179,12 +180,12 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
         if (nrhs > 0) copy_in(files.b, B0.get(), ldb, sB);
     } else {
         parallel_for(count, [&](int b) {
-            T* a = A0.get() + b * sA;
+            T* a = batch_matrix(A0.get(), sA, b);
             if (is_cholesky(o.op))
                 matgen::spd(n, matrix_seed(seed, b, 0), a, lda);
             else
                 matgen::uniform(m, n, matrix_seed(seed, b, 0), a, lda);
-            if (nrhs > 0) matgen::uniform(m, nrhs, matrix_seed(seed, b, 1), B0.get() + b * sB, ldb);
+            if (nrhs > 0) matgen::uniform(m, nrhs, matrix_seed(seed, b, 1), batch_matrix(B0.get(), sB, b), ldb);
         });
     }
 
@@ -251,16 +252,17 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
             std::vector<double> res(cnt, 0.0);
             parallel_for(count, [&](int b) {
                 if (info.get()[b] != 0 && o.op != "geqrf") return;  // counted as failing already
-                const T* a0 = A0.get() + b * sA;
-                const T* a = A.get() + b * sA;
-                if (o.op == "getrf") res[b] = residuals::getrf(n, a0, lda, a, lda, ipiv.get() + b * n);
+                const T* a0 = batch_matrix(A0.get(), sA, b);
+                const T* a = batch_matrix(A.get(), sA, b);
+                if (o.op == "getrf") res[b] = residuals::getrf(n, a0, lda, a, lda, batch_matrix(ipiv.get(), n, b));
                 if (o.op == "potrf") res[b] = residuals::potrf(uplo, n, a0, lda, a, lda);
-                if (o.op == "geqrf") res[b] = residuals::geqrf(m, n, a0, lda, a, lda, tau.get() + b * n);
+                if (o.op == "geqrf") res[b] = residuals::geqrf(m, n, a0, lda, a, lda, batch_matrix(tau.get(), n, b));
                 if (o.op == "getrs" || o.op == "potrs")
-                    res[b] = residuals::solve(n, nrhs, a0, lda, B.get() + b * sB, ldb, B0.get() + b * sB, ldb);
+                    res[b] = residuals::solve(n, nrhs, a0, lda, batch_matrix(B.get(), sB, b), ldb,
+                                              batch_matrix(B0.get(), sB, b), ldb);
                 if (o.op == "gels")
-                    res[b] =
-                        residuals::least_squares(m, n, nrhs, a0, lda, B.get() + b * sB, ldb, B0.get() + b * sB, ldb);
+                    res[b] = residuals::least_squares(m, n, nrhs, a0, lda, batch_matrix(B.get(), sB, b), ldb,
+                                                      batch_matrix(B0.get(), sB, b), ldb);
             });
             double worst = 0.0;
             int bad = 0;
@@ -290,10 +292,11 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
         const long long s = solve ? sB : sA;
         std::vector<T> packed(cnt * rows * cols);
         parallel_for(count, [&](int b) {
+            const T* from = batch_matrix(src, s, b);
             for (int j = 0; j < cols; ++j)
                 for (int i = 0; i < rows; ++i)
                     packed[(static_cast<std::size_t>(b) * cols + j) * rows + i] =
-                        src[b * s + i + static_cast<long long>(j) * ld];
+                        from[i + static_cast<std::size_t>(j) * ld];
         });
         try {
             io::write_npy_batch(o.output, count, rows, cols, packed.data());
@@ -331,10 +334,13 @@ void check_options(const BatchedOptions& o) {
     if (m < o.n)
         throw ArgumentError(
             "-m", fmt::format("must be >= n = {} ({} of a wide matrix is not supported), got {}", o.n, o.op, m));
+    // The batch's element count and offsets are 64-bit; one matrix must fit the 32-bit sizes
+    // that the per-matrix kernels and StarPU's slices take.
     const long long per_matrix = static_cast<long long>(std::max(1, m)) * o.n;
     if (per_matrix > std::numeric_limits<int>::max())
-        throw ArgumentError(
-            "-n", fmt::format("{} x {} has more than 2^31-1 elements, beyond LAPACK's 32-bit indices", m, o.n));
+        throw ArgumentError("-n", fmt::format("{} x {}: one matrix of more than 2^31-1 elements, beyond the 32-bit "
+                                              "sizes of the batched kernels",
+                                              m, o.n));
     const int elem = o.prec == "s" ? 4 : 8;
     const int nrhs = is_solve(o.op) ? o.nrhs : 0;
     // A, its original and (solves) the factors; B and its original; pivots, tau, info.
