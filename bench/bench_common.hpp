@@ -15,6 +15,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "codelets/codelets.hpp"
+
 namespace starfact::bench {
 
 inline double median(std::vector<double> v) {
@@ -55,6 +57,16 @@ inline unsigned first_cuda_node() {
     for (unsigned w = 0; w < starpu_worker_get_count(); ++w)
         if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CUDA_WORKER) return starpu_worker_get_memory_node(w);
     return STARPU_MAIN_RAM;
+}
+
+/// --workers: "all" lets StarPU place every task on any worker it started (what a user of the
+/// command line gets); "gpu" restricts every codelet to the CUDA workers in the same process.
+constexpr const char* kWorkersHelp = "all (every worker StarPU started), gpu (CUDA workers only); each is measured";
+/// --start: "device" moves the matrix into GPU memory before the timed region, as the vendor
+/// library's timing starts; "host" times from host memory, transfers included, as the command line does.
+constexpr const char* kStartHelp = "device (matrix in GPU memory when the clock starts) or host (transfers timed)";
+inline codelets::Impl workers_impl(const std::string& workers) {
+    return workers == "gpu" ? codelets::Impl::Cuda : codelets::Impl::Any;
 }
 
 inline std::string env(const char* name) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "codelets/codelets.hpp"
 #include "codelets/trace.hpp"
 #include "common/blas.hpp"
 #include "common/matgen.hpp"
@@ -96,7 +97,13 @@ int main(int argc, char** argv) {
     std::vector<int> domains{1};
     int reps = 3, warmup = 2;
     std::string out_path, trace_path;
+    std::vector<std::string> workers{"all"};
+    std::string start = "device";
+    app.add_option("--start", start, bench::kStartHelp)
+        ->check(CLI::IsMember({"device", "host"}))
+        ->capture_default_str();
     app.add_option("--sizes", sizes, "Square matrix orders (n x n)")->delimiter(',');
+    app.add_option("--workers", workers, bench::kWorkersHelp)->delimiter(',')->check(CLI::IsMember({"all", "gpu"}));
     app.add_option("--shapes", shapes, "Tall matrices MxN (M >= N), e.g. 32768x4096")->delimiter(',');
     app.add_option("--nb", nbs, "Tile sizes to try")->delimiter(',');
     app.add_option("--ib", ibs, "Inner block sizes to try")->delimiter(',');
@@ -180,51 +187,56 @@ int main(int argc, char** argv) {
         }
         for (int nb : nbs)
             for (int ib : ibs)
-                for (const auto& [tree_name, domain] : variants) {
-                    if (ib > nb) continue;
-                    const QrTree tree = tree_name == "flat"     ? QrTree::Flat
-                                        : tree_name == "binary" ? QrTree::Binary
-                                                                : QrTree::Auto;
-                    TileMatrix<double> tA(m, n, nb);
-                    QrFactors<double> F(tA, ib, {tree, domain});
-                    // Flat and a binary tree whose domains cover every panel's rows are one plan.
-                    if (tree == QrTree::Binary && F.options().domain >= tA.mt() && has_flat) continue;
-                    std::vector<double> t;
-                    for (int r = 0; r < warmup + reps; ++r) {
-                        tA.from_lapack(A.data(), m);
-                        tA.fetch_to(gpu_node);
-                        const bool traced = !trace_path.empty() && r == warmup + reps - 1;
-                        if (traced) codelets::start_trace();
-                        const auto t0 = std::chrono::steady_clock::now();
-                        geqrf(tA, F);
-                        const double secs =
-                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                        if (r >= warmup) t.push_back(secs);
-                        if (traced)
-                            for (const codelets::TaskRecord& task : codelets::stop_trace())
-                                trace << fmt::format("{},{},{},{},{},{},{:.6f},{:.6f}\n", m, n, nb, ib, task.name,
-                                                     task.worker, task.start_s, task.end_s);
+                for (const auto& [tree_name, domain] : variants)
+                    for (const std::string& who : workers) {
+                        if (ib > nb) continue;
+                        const codelets::ScopedImpl only(bench::workers_impl(who));
+                        const QrTree tree = tree_name == "flat"     ? QrTree::Flat
+                                            : tree_name == "binary" ? QrTree::Binary
+                                                                    : QrTree::Auto;
+                        TileMatrix<double> tA(m, n, nb);
+                        QrFactors<double> F(tA, ib, {tree, domain});
+                        // Flat and a binary tree whose domains cover every panel's rows are one plan.
+                        if (tree == QrTree::Binary && F.options().domain >= tA.mt() && has_flat) continue;
+                        std::vector<double> t, warm;
+                        for (int r = 0; r < warmup + reps; ++r) {
+                            tA.from_lapack(A.data(), m);
+                            if (start == "device") tA.fetch_to(gpu_node);
+                            const bool traced = !trace_path.empty() && r == warmup + reps - 1;
+                            if (traced) codelets::start_trace();
+                            const auto t0 = std::chrono::steady_clock::now();
+                            geqrf(tA, F);
+                            const double secs =
+                                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                            (r >= warmup ? t : warm).push_back(secs);
+                            if (traced)
+                                for (const codelets::TaskRecord& task : codelets::stop_trace())
+                                    trace << fmt::format("{},{},{},{},{},{},{:.6f},{:.6f}\n", m, n, nb, ib, task.name,
+                                                         task.worker, task.start_s, task.end_s);
+                        }
+                        const double probe = probe_residual(A, m, n, tA, F);
+                        const double tm = bench::median(t);
+                        emit({{"record", "point"},
+                              {"impl", "starfact"},
+                              {"workers", who},
+                              {"start", start},
+                              {"m", m},
+                              {"n", n},
+                              {"nb", nb},
+                              {"ib", ib},
+                              {"tree", tree_name},
+                              {"resolved_tree", F.options().tree == QrTree::Flat ? "flat" : "binary"},
+                              {"domain", F.options().domain},
+                              {"time_s", tm},
+                              {"tflops", flops / tm / 1e12},
+                              {"residual_probe", probe},
+                              {"warmup_runs", warm},
+                              {"runs", t}});
+                        if (tm < best_t) {
+                            best_t = tm, best_nb = nb, best_ib = ib, best_domain = F.options().domain;
+                            best_tree = F.options().tree == QrTree::Flat ? "flat" : "binary";
+                        }
                     }
-                    const double probe = probe_residual(A, m, n, tA, F);
-                    const double tm = bench::median(t);
-                    emit({{"record", "point"},
-                          {"impl", "starfact"},
-                          {"m", m},
-                          {"n", n},
-                          {"nb", nb},
-                          {"ib", ib},
-                          {"tree", tree_name},
-                          {"resolved_tree", F.options().tree == QrTree::Flat ? "flat" : "binary"},
-                          {"domain", F.options().domain},
-                          {"time_s", tm},
-                          {"tflops", flops / tm / 1e12},
-                          {"residual_probe", probe},
-                          {"runs", t}});
-                    if (tm < best_t) {
-                        best_t = tm, best_nb = nb, best_ib = ib, best_domain = F.options().domain;
-                        best_tree = F.options().tree == QrTree::Flat ? "flat" : "binary";
-                    }
-                }
         emit({{"record", "summary"},
               {"bench", "geqrf"},
               {"m", m},

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "codelets/codelets.hpp"
 #include "codelets/trace.hpp"
 #include "common/checks.hpp"
 #include "common/matgen.hpp"
@@ -65,7 +66,13 @@ int main(int argc, char** argv) {
     std::vector<std::string> schedules{"dynamic"};
     int reps = 3, warmup = 2;
     std::string out_path;
+    std::vector<std::string> workers{"all"};
+    std::string start = "device";
+    app.add_option("--start", start, bench::kStartHelp)
+        ->check(CLI::IsMember({"device", "host"}))
+        ->capture_default_str();
     app.add_option("--sizes", sizes, "Matrix orders")->delimiter(',');
+    app.add_option("--workers", workers, bench::kWorkersHelp)->delimiter(',')->check(CLI::IsMember({"all", "gpu"}));
     app.add_option("--nb", nbs, "Tile sizes to try")->delimiter(',');
     app.add_option("--ib", ibs, "Inner block sizes to try")->delimiter(',');
     std::vector<int> trtris{0};
@@ -123,54 +130,60 @@ int main(int argc, char** argv) {
         for (const std::string& schedule_name : schedules)
             for (int nb : nbs)
                 for (int ib : ibs)
-                    for (int trtri : trtris) {
-                        if (ib > nb) continue;
-                        const LuSchedule schedule = parse_lu_schedule(schedule_name);
-                        TileMatrix<double> tA(n, n, nb);
-                        LuFactors<double> F(tA, ib, trtri != 0);
-                        std::vector<double> t;
-                        int info = -1;
-                        double backward = -1;
-                        for (int r = 0; r < warmup + reps; ++r) {
-                            tA.from_lapack(A.data(), n);
-                            tA.fetch_to(gpu_node);
-                            const bool traced = !trace_path.empty() && r == warmup + reps - 1;
-                            if (traced) codelets::start_trace();
-                            const auto t0 = std::chrono::steady_clock::now();
-                            info = getrf(tA, F, schedule);
-                            const double secs =
-                                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                            if (r >= warmup) t.push_back(secs);
-                            if (traced)
-                                for (const codelets::TaskRecord& task : codelets::stop_trace())
-                                    trace
-                                        << fmt::format("{},{},{},{},{},{},{},{:.6f},{:.6f}\n", n, nb, ib, trtri,
-                                                       schedule_name, task.name, task.worker, task.start_s, task.end_s);
+                    for (int trtri : trtris)
+                        for (const std::string& who : workers) {
+                            if (ib > nb) continue;
+                            const codelets::ScopedImpl only(bench::workers_impl(who));
+                            const LuSchedule schedule = parse_lu_schedule(schedule_name);
+                            TileMatrix<double> tA(n, n, nb);
+                            LuFactors<double> F(tA, ib, trtri != 0);
+                            std::vector<double> t, warm;
+                            int info = -1;
+                            double backward = -1;
+                            for (int r = 0; r < warmup + reps; ++r) {
+                                tA.from_lapack(A.data(), n);
+                                if (start == "device") tA.fetch_to(gpu_node);
+                                const bool traced = !trace_path.empty() && r == warmup + reps - 1;
+                                if (traced) codelets::start_trace();
+                                const auto t0 = std::chrono::steady_clock::now();
+                                info = getrf(tA, F, schedule);
+                                const double secs =
+                                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                                (r >= warmup ? t : warm).push_back(secs);
+                                if (traced)
+                                    for (const codelets::TaskRecord& task : codelets::stop_trace())
+                                        trace << fmt::format("{},{},{},{},{},{},{},{:.6f},{:.6f}\n", n, nb, ib, trtri,
+                                                             schedule_name, task.name, task.worker, task.start_s,
+                                                             task.end_s);
+                            }
+                            if (info == 0) {
+                                TileMatrix<double> tb(n, 1, nb);
+                                tb.from_lapack(b.data(), n);
+                                getrs(tA, F, tb);
+                                std::vector<double> x(b.size());
+                                tb.to_lapack(x.data(), n);
+                                backward = checks::solve_residual(n, 1, A.data(), n, x.data(), n, b.data(), n);
+                            }
+                            const double tm = bench::median(t);
+                            emit({{"record", "point"},
+                                  {"impl", "starfact"},
+                                  {"workers", who},
+                                  {"start", start},
+                                  {"schedule", schedule_name},
+                                  {"n", n},
+                                  {"nb", nb},
+                                  {"ib", ib},
+                                  {"trtri", trtri},
+                                  {"time_s", tm},
+                                  {"tflops", flops / tm / 1e12},
+                                  {"info", info},
+                                  {"backward_error", backward},
+                                  {"warmup_runs", warm},
+                                  {"runs", t}});
+                            if (tm < best_t)
+                                best_t = tm, best_nb = nb, best_ib = ib, best_trtri = trtri,
+                                best_schedule = schedule_name;
                         }
-                        if (info == 0) {
-                            TileMatrix<double> tb(n, 1, nb);
-                            tb.from_lapack(b.data(), n);
-                            getrs(tA, F, tb);
-                            std::vector<double> x(b.size());
-                            tb.to_lapack(x.data(), n);
-                            backward = checks::solve_residual(n, 1, A.data(), n, x.data(), n, b.data(), n);
-                        }
-                        const double tm = bench::median(t);
-                        emit({{"record", "point"},
-                              {"impl", "starfact"},
-                              {"schedule", schedule_name},
-                              {"n", n},
-                              {"nb", nb},
-                              {"ib", ib},
-                              {"trtri", trtri},
-                              {"time_s", tm},
-                              {"tflops", flops / tm / 1e12},
-                              {"info", info},
-                              {"backward_error", backward},
-                              {"runs", t}});
-                        if (tm < best_t)
-                            best_t = tm, best_nb = nb, best_ib = ib, best_trtri = trtri, best_schedule = schedule_name;
-                    }
         emit({{"record", "summary"},
               {"bench", "getrf"},
               {"n", n},

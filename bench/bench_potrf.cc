@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_common.hpp"
+#include "codelets/codelets.hpp"
 #include "common/checks.hpp"
 #include "common/matgen.hpp"
 #include "common/runtime.hpp"
@@ -68,7 +69,13 @@ int main(int argc, char** argv) {
     int warmup = 2;
     bool check = true;
     std::string out_path;
+    std::vector<std::string> workers{"all"};
+    std::string start = "device";
+    app.add_option("--start", start, bench::kStartHelp)
+        ->check(CLI::IsMember({"device", "host"}))
+        ->capture_default_str();
     app.add_option("--sizes", sizes, "Matrix orders")->delimiter(',');
+    app.add_option("--workers", workers, bench::kWorkersHelp)->delimiter(',')->check(CLI::IsMember({"all", "gpu"}));
     app.add_option("--nb", nbs, "Tile sizes to try (the best is reported)")->delimiter(',');
     app.add_option("--reps", reps, "Timed repetitions per point (median reported)")->check(CLI::PositiveNumber);
     app.add_option("--warmup", warmup, "Untimed runs per point first (they also calibrate StarPU's models)")
@@ -108,40 +115,45 @@ int main(int argc, char** argv) {
               {"info", cinfo}});
         double best_t = 1e30;
         int best_nb = 0;
-        for (int nb : nbs) {
-            std::vector<double> t;
-            int info = -1;
-            double residual = -1;
-            double h2d = 0;
-            TileMatrix<double> tA(n, n, nb);  // pinning gigabytes is slow: once per point
-            for (int r = 0; r < warmup + reps; ++r) {
-                tA.from_lapack(A.data(), n);
-                const auto c0 = std::chrono::steady_clock::now();
-                tA.fetch_to(gpu_node);
-                h2d = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-                const auto t0 = std::chrono::steady_clock::now();
-                info = potrf('L', tA);
-                const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                if (r >= warmup) t.push_back(secs);
-                if (check && r == warmup + reps - 1) {
-                    std::vector<double> F(A.size());
-                    tA.to_lapack(F.data(), n);
-                    residual = checks::potrf_probe_residual('L', n, A.data(), n, F.data(), n, 7);
+        for (int nb : nbs)
+            for (const std::string& who : workers) {
+                const codelets::ScopedImpl only(bench::workers_impl(who));
+                std::vector<double> t, warm;
+                int info = -1;
+                double residual = -1;
+                double h2d = 0;
+                TileMatrix<double> tA(n, n, nb);  // pinning gigabytes is slow: once per point
+                for (int r = 0; r < warmup + reps; ++r) {
+                    tA.from_lapack(A.data(), n);
+                    const auto c0 = std::chrono::steady_clock::now();
+                    if (start == "device") tA.fetch_to(gpu_node);
+                    h2d = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+                    const auto t0 = std::chrono::steady_clock::now();
+                    info = potrf('L', tA);
+                    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                    (r >= warmup ? t : warm).push_back(secs);
+                    if (check && r == warmup + reps - 1) {
+                        std::vector<double> F(A.size());
+                        tA.to_lapack(F.data(), n);
+                        residual = checks::potrf_probe_residual('L', n, A.data(), n, F.data(), n, 7);
+                    }
                 }
+                const double tm = bench::median(t);
+                emit({{"record", "point"},
+                      {"impl", "starfact"},
+                      {"workers", who},
+                      {"start", start},
+                      {"n", n},
+                      {"nb", nb},
+                      {"time_s", tm},
+                      {"tflops", flops / tm / 1e12},
+                      {"info", info},
+                      {"probe_residual", residual},
+                      {"h2d_s", h2d},
+                      {"warmup_runs", warm},
+                      {"runs", t}});
+                if (tm < best_t) best_t = tm, best_nb = nb;
             }
-            const double tm = bench::median(t);
-            emit({{"record", "point"},
-                  {"impl", "starfact"},
-                  {"n", n},
-                  {"nb", nb},
-                  {"time_s", tm},
-                  {"tflops", flops / tm / 1e12},
-                  {"info", info},
-                  {"probe_residual", residual},
-                  {"h2d_s", h2d},
-                  {"runs", t}});
-            if (tm < best_t) best_t = tm, best_nb = nb;
-        }
         emit({{"record", "summary"},
               {"n", n},
               {"best_nb", best_nb},

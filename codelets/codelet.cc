@@ -16,8 +16,8 @@ namespace starfact::codelets {
 namespace {
 std::atomic<Impl> g_forced{Impl::Any};
 // Every codelet file adds its name here, so the models can be listed before any task ran.
-constexpr const char* kCodeletNames[] = {"potrf", "trsm", "syrk", "gemm", "getrf", "lacpy", "gessm", "tstrf", "ssssm",
-                                         "geqrt", "unmqr", "tsqrt", "tsmqr", "ttqrt", "ttmqr"};
+constexpr const char* kCodeletNames[] = {"potrf", "trsm",  "syrk",  "gemm",  "getrf", "lacpy", "gessm", "tstrf",
+                                         "ssssm", "geqrt", "unmqr", "tsqrt", "tsmqr", "ttqrt", "ttmqr"};
 }  // namespace
 
 void force_impl(Impl impl) { g_forced = impl; }
@@ -40,17 +40,22 @@ std::vector<int> eligible_workers() {
 
 namespace detail {
 
-int can_execute(unsigned workerid, starpu_task*, unsigned) {
+int can_execute(unsigned workerid, starpu_task* task, unsigned) {
+    const bool cpu = starpu_worker_get_type(static_cast<int>(workerid)) == STARPU_CPU_WORKER;
     switch (g_forced.load()) {
-        case Impl::Cpu: return starpu_worker_get_type(static_cast<int>(workerid)) == STARPU_CPU_WORKER;
-        case Impl::Cuda: return starpu_worker_get_type(static_cast<int>(workerid)) == STARPU_CUDA_WORKER;
-        case Impl::Any: break;
+        case Impl::Cpu:
+            return cpu;
+        case Impl::Cuda:
+            return starpu_worker_get_type(static_cast<int>(workerid)) == STARPU_CUDA_WORKER;
+        case Impl::Any:
+            break;
     }
-    return 1;
+    // A null task: which workers may run anything at all (eligible_workers).
+    return !cpu || task == nullptr || cpu_admits(task, workerid);
 }
 
-Codelet::Codelet(const char* name, char precision, std::initializer_list<starpu_data_access_mode> modes,
-                 KernelFn cpu, KernelFn cuda, std::uint32_t (*footprint_fn)(starpu_task*))
+Codelet::Codelet(const char* name, char precision, std::initializer_list<starpu_data_access_mode> modes, KernelFn cpu,
+                 KernelFn cuda, std::uint32_t (*footprint_fn)(starpu_task*))
     : symbol_(fmt::format("starfact_{}_{}", name, precision)),
       name_(name),
       task_name_(fmt::format("{}_{}", name, precision)) {

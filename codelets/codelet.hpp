@@ -17,8 +17,15 @@ namespace starfact::codelets::detail {
 
 using KernelFn = void (*)(void* buffers[], void* cl_arg);
 
-/// Honours force_impl(): set as every codelet's can_execute.
+/// Honours force_impl(), and under Impl::Any asks cpu_admits for CPU workers: set as every
+/// codelet's can_execute.
 int can_execute(unsigned workerid, starpu_task* task, unsigned nimpl);
+
+/// Whether CPU worker `cpu_worker` may run `task` while GPU workers exist: its predicted time
+/// on the CPU (the model's, else an estimate from the task's flops and bytes) is at most
+/// Runtime::cpu_max_slowdown() times its predicted time on a GPU worker. Always true without
+/// GPU workers (codelets/cpu_admission.cc says why).
+bool cpu_admits(starpu_task* task, unsigned cpu_worker);
 
 /// Args structs are trivially copyable and expose key(): the part of them that changes run
 /// time. The footprint is the data footprint (tile sizes) combined with that key.

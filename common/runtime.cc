@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -24,6 +25,23 @@
 namespace starfact {
 namespace {
 std::atomic<bool> g_active{false};
+std::atomic<double> g_cpu_max_slowdown{kDefaultCpuMaxSlowdown};
+
+/// RuntimeOptions::cpu_max_slowdown resolved against the environment; ArgumentError naming the
+/// variable for a value that is not a positive number or "inf".
+double resolve_cpu_max_slowdown(double option) {
+    if (option != 0) {
+        require(option > 0, "cpu_max_slowdown", fmt::format("must be positive, got {}", option));
+        return option;
+    }
+    const char* v = std::getenv("STARFACT_CPU_MAX_SLOWDOWN");
+    if (v == nullptr || *v == '\0') return kDefaultCpuMaxSlowdown;
+    char* end = nullptr;
+    const double r = std::strtod(v, &end);
+    require(end != v && *end == '\0' && r > 0 && !std::isnan(r), "STARFACT_CPU_MAX_SLOWDOWN",
+            fmt::format("'{}' is not a positive number or inf", v));
+    return r;
+}
 
 bool env_set(const char* name) {
     const char* v = std::getenv(name);
@@ -46,6 +64,12 @@ int visible_cuda_devices() {
 
 Runtime::Runtime(const RuntimeOptions& options) {
     if (g_active.exchange(true)) throw RuntimeError("a starfact::Runtime already exists in this process");
+    try {
+        g_cpu_max_slowdown = resolve_cpu_max_slowdown(options.cpu_max_slowdown);
+    } catch (...) {
+        g_active = false;
+        throw;
+    }
     starpu_conf conf;
     starpu_conf_init(&conf);
     if (options.ncpu >= 0) conf.ncpus = options.ncpu;
@@ -53,8 +77,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
     // STARPU_SCHED always wins (StarPU reads it after the conf); otherwise dmdas when a GPU
     // worker can exist, since its calibrated models place work by measured speed.
     std::string sched = options.sched;
-    if (sched.empty() && !env_set("STARPU_SCHED") && options.ncuda != 0 && visible_cuda_devices() > 0)
-        sched = "dmdas";
+    if (sched.empty() && !env_set("STARPU_SCHED") && options.ncuda != 0 && visible_cuda_devices() > 0) sched = "dmdas";
     if (!sched.empty()) conf.sched_policy_name = sched.c_str();
     if (!env_set("STARPU_NWORKER_PER_CUDA") && options.workers_per_gpu > 0)
         setenv("STARPU_NWORKER_PER_CUDA", std::to_string(options.workers_per_gpu).c_str(), 0);
@@ -107,7 +130,10 @@ std::vector<WorkerInfo> Runtime::workers() const {
         char name[256];
         starpu_worker_get_name(static_cast<int>(w), name, sizeof(name));
         const auto type = starpu_worker_get_type(static_cast<int>(w));
-        out.push_back({static_cast<int>(w), type == STARPU_CUDA_WORKER ? "cuda" : type == STARPU_CPU_WORKER ? "cpu" : "other",
+        out.push_back({static_cast<int>(w),
+                       type == STARPU_CUDA_WORKER  ? "cuda"
+                       : type == STARPU_CPU_WORKER ? "cpu"
+                                                   : "other",
                        name});
     }
     return out;
@@ -150,6 +176,7 @@ std::string Runtime::starpu_version() {
 }
 
 bool Runtime::active() { return g_active.load(); }
+double Runtime::cpu_max_slowdown() { return g_cpu_max_slowdown.load(); }
 
 }  // namespace starfact
 

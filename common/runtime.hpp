@@ -10,14 +10,22 @@ namespace starfact {
 /// What the caller wants of the runtime; every field left at its default defers to StarPU's
 /// environment variables (STARPU_NCPU, STARPU_NCUDA, STARPU_SCHED, ...), which always win.
 struct RuntimeOptions {
-    int ncpu = -1;          ///< CPU workers; -1: StarPU's choice or STARPU_NCPU
-    int ncuda = -1;         ///< CUDA workers; -1: StarPU's choice or STARPU_NCUDA
-    std::string sched;      ///< scheduler when STARPU_SCHED is unset; empty: dmdas if a GPU exists
-    bool profiling = false; ///< turn StarPU's task profiling on (traces)
+    int ncpu = -1;           ///< CPU workers; -1: StarPU's choice or STARPU_NCPU
+    int ncuda = -1;          ///< CUDA workers; -1: StarPU's choice or STARPU_NCUDA
+    std::string sched;       ///< scheduler when STARPU_SCHED is unset; empty: dmdas if a GPU exists
+    bool profiling = false;  ///< turn StarPU's task profiling on (traces)
     /// CUDA workers (each with its own stream) per GPU when STARPU_NWORKER_PER_CUDA is
     /// unset: several streams let small kernels (the panel) overlap the trailing updates.
     int workers_per_gpu = 4;
+    /// While GPU workers exist, a CPU worker takes a task only if its predicted time there is
+    /// at most this many times its predicted time on a GPU worker (codelets/cpu_admission.cc);
+    /// infinity admits everything. 0: STARFACT_CPU_MAX_SLOWDOWN (a positive number, or "inf"),
+    /// else kDefaultCpuMaxSlowdown.
+    double cpu_max_slowdown = 0;
 };
+
+/// The default of RuntimeOptions::cpu_max_slowdown.
+constexpr double kDefaultCpuMaxSlowdown = 8.0;
 
 /// One worker as StarPU sees it.
 struct WorkerInfo {
@@ -48,6 +56,8 @@ public:
     static std::string starpu_version();
     /// True while a Runtime exists.
     static bool active();
+    /// The CPU admission limit in effect (RuntimeOptions::cpu_max_slowdown, resolved).
+    static double cpu_max_slowdown();
 };
 
 }  // namespace starfact

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -86,6 +87,8 @@ nlohmann::ordered_json runtime_config(const Runtime& rt) {
     c["ncpu"] = rt.ncpu();
     c["ncuda"] = rt.ncuda();
     c["gpus"] = rt.gpus();
+    const double slowdown = Runtime::cpu_max_slowdown();
+    c["cpu_max_slowdown"] = std::isinf(slowdown) ? nlohmann::ordered_json("inf") : nlohmann::ordered_json(slowdown);
     const std::string dir = Runtime::perfmodel_dir();
     c["perfmodel_dir"] = dir;
     const char* calibrate = std::getenv("STARPU_CALIBRATE");
