@@ -1,7 +1,9 @@
 // Deterministic test matrices: a splitmix64 hash of (seed, i, j) gives every entry.
 #include "common/matgen.hpp"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "common/blas.hpp"
@@ -15,31 +17,81 @@ std::uint64_t mix(std::uint64_t x) {
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     return x ^ (x >> 31);
 }
-// Uniform in [-1, 1) from 53 random bits.
-double entry(std::uint64_t seed, std::uint64_t i, std::uint64_t j) {
-    const std::uint64_t h = mix(mix(seed) ^ mix((i << 32) ^ j ^ 0x5bd1e995ULL));
+// Uniform in [-1, 1) from 53 random bits; mixed_seed = mix(seed), hoisted out of the loops.
+double entry_mixed(std::uint64_t mixed_seed, std::uint64_t i, std::uint64_t j) {
+    const std::uint64_t h = mix(mixed_seed ^ mix((i << 32) ^ j ^ 0x5bd1e995ULL));
     return static_cast<double>(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
+double entry(std::uint64_t seed, std::uint64_t i, std::uint64_t j) { return entry_mixed(mix(seed), i, j); }
+
+// Below this many entries one thread fills the matrix: starting threads would cost more.
+constexpr std::int64_t kSerialEntries = std::int64_t(1) << 20;
+
+// spd's blocks: a block and its mirror image are written as runs of kSpdBlock contiguous
+// entries, and the block (kSpdBlock^2 entries, 128 KiB in double) stays in cache between
+// the two writes.
+constexpr int kSpdBlock = 128;
 }  // namespace
 
 template <class T>
 void uniform(int m, int n, std::uint64_t seed, T* A, int lda) {
-    parallel_for(n, [=](int j) {
-        for (int i = 0; i < m; ++i) A[i + static_cast<std::size_t>(j) * lda] = static_cast<T>(entry(seed, i, j));
-    }, static_cast<std::size_t>(m) * n < (1u << 20) ? 1 : 0);
+    const std::uint64_t ms = mix(seed);
+    parallel_for(
+        n,
+        [=](int j) {
+            T* col = A + static_cast<std::int64_t>(j) * lda;
+            for (int i = 0; i < m; ++i) col[i] = static_cast<T>(entry_mixed(ms, i, j));
+        },
+        static_cast<std::int64_t>(m) * n < kSerialEntries ? 1 : 0);
 }
 
+// A(i, j) = A(j, i) = b(i, j) + b(j, i), plus 2n + 1 on the diagonal, computed once per pair
+// {i, j}. The work is the lower triangle of kSpdBlock x kSpdBlock blocks, one block (I, J),
+// I >= J, at a time: its entries are computed into a buffer, written down the columns of block
+// (I, J) and then down the columns of its mirror (J, I), so that every write is part of a
+// contiguous run (writing row j of the upper triangle entry by entry, lda apart, missed the
+// cache and the TLB on every entry). Every entry gets exactly the value the formula gives,
+// whatever the blocking or the thread.
 template <class T>
 void spd(int n, std::uint64_t seed, T* A, int lda) {
-    // Each pair {i, j}, i >= j, is written only by the thread owning column j.
-    parallel_for(n, [=](int j) {
-        for (int i = j; i < n; ++i) {
-            T v = static_cast<T>(entry(seed, i, j) + entry(seed, j, i));
-            if (i == j) v += static_cast<T>(2 * n + 1);
-            A[i + static_cast<std::size_t>(j) * lda] = v;
-            A[j + static_cast<std::size_t>(i) * lda] = v;
-        }
-    }, static_cast<std::size_t>(n) * n < (1u << 20) ? 1 : 0);
+    if (n <= 0) return;
+    const std::uint64_t ms = mix(seed);
+    const T shift = static_cast<T>(2 * static_cast<std::int64_t>(n) + 1);
+    const std::int64_t blocks = (n + kSpdBlock - 1) / kSpdBlock;
+    const std::int64_t pairs = blocks * (blocks + 1) / 2;
+    const std::int64_t ld = lda;
+    parallel_for64(
+        pairs,
+        [=](std::int64_t p) {
+            // Pair p -> (I, J), I >= J, column by column of the block triangle: column J holds
+            // the pairs first(J) .. first(J) + blocks - J - 1, first(J) = J blocks - J (J - 1) / 2.
+            std::int64_t J = 0;
+            while ((J + 1) * blocks - (J + 1) * J / 2 <= p) ++J;
+            const std::int64_t I = J + (p - (J * blocks - J * (J - 1) / 2));
+            const int i0 = static_cast<int>(I * kSpdBlock), j0 = static_cast<int>(J * kSpdBlock);
+            const int bi = std::min(kSpdBlock, n - i0), bj = std::min(kSpdBlock, n - j0);
+            thread_local std::vector<T> buffer;
+            buffer.resize(static_cast<std::size_t>(kSpdBlock) * kSpdBlock);
+            T* b = buffer.data();  // b[r + c kSpdBlock] = A(i0 + r, j0 + c)
+            for (int c = 0; c < bj; ++c) {
+                const int j = j0 + c;
+                T* col = A + static_cast<std::int64_t>(j) * ld;
+                for (int r = I == J ? c : 0; r < bi; ++r) {
+                    const int i = i0 + r;
+                    T v = static_cast<T>(entry_mixed(ms, i, j) + entry_mixed(ms, j, i));
+                    if (i == j) v += shift;
+                    b[r + c * kSpdBlock] = v;
+                    col[i] = v;
+                }
+            }
+            // The mirror block: column i of A, rows j0 .. j0 + bj - 1 (above the diagonal).
+            for (int r = 0; r < bi; ++r) {
+                const int i = i0 + r;
+                T* col = A + static_cast<std::int64_t>(i) * ld;
+                for (int c = 0; c < (I == J ? r : bj); ++c) col[j0 + c] = b[r + c * kSpdBlock];
+            }
+        },
+        static_cast<std::int64_t>(n) * n < kSerialEntries ? 1 : 0);
 }
 
 template <class T>

@@ -1,24 +1,22 @@
 // `starfact geqrf` and `starfact gels`: tile QR and the least-squares solve, timed and checked
-// (QR residual and orthogonality of the explicit Q; the least-squares residual next to LAPACK's
-// gels on the same problem).
+// (QR residual and orthogonality of the explicit Q, or their probes for large matrices; the
+// least-squares residual next to LAPACK's gels on the same problem).
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "common/blas.hpp"
 #include "common/checks.hpp"
 #include "common/error.hpp"
 #include "common/matgen.hpp"
-#include "common/scalar_traits.hpp"
 #include "drivers/commands.hpp"
+#include "drivers/run_support.hpp"
 #include "drivers/session.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
 
@@ -74,98 +72,18 @@ int default_qr_nb(const Runtime& rt, int m, int n) {
     return static_cast<long long>(m) * n <= (1LL << 27) ? m : 8192;
 }
 
-// The checks run multi-threaded OpenBLAS between factorizations (CPU workers use one thread).
-class AllThreads {
-public:
-    AllThreads() : previous_(openblas_get_num_threads()) {
-        openblas_set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    }
-    ~AllThreads() { openblas_set_num_threads(previous_); }
-    AllThreads(const AllThreads&) = delete;
-    AllThreads& operator=(const AllThreads&) = delete;
-
-private:
-    int previous_;
-};
-
-/// ||A - Q R||_1 / (m ||A||_1 eps) and ||I - Q^T Q||_1 / (m eps); A m x n, Q m x n, R the upper
-/// triangle of the top n rows of F.
 template <class T>
-std::pair<double, double> qr_residuals(int m, int n, const T* A, int lda, const T* Q, int ldq, const T* F, int ldf) {
-    if (m == 0 || n == 0) return {0.0, 0.0};
-    AllThreads threads;
-    const double eps = ScalarTraits<T>::eps;
-    const std::size_t mn = static_cast<std::size_t>(m) * n;
-    std::vector<T> W(mn);
-    for (int j = 0; j < n; ++j) {
-        const T* q = Q + j * static_cast<std::size_t>(ldq);
-        std::copy(q, q + m, W.begin() + j * static_cast<std::size_t>(m));
-    }
-    blas::trmm('R', 'U', 'N', 'N', m, n, T(1), F, ldf, W.data(), m);  // W = Q R
-    for (int j = 0; j < n; ++j)
-        for (int i = 0; i < m; ++i) W[i + j * static_cast<std::size_t>(m)] -= A[i + j * static_cast<std::size_t>(lda)];
-    const double anorm = blas::lange('1', m, n, A, lda);
-    const double rnorm = blas::lange('1', m, n, W.data(), m);
-    const double residual = anorm > 0 ? rnorm / (m * anorm * eps) : (rnorm == 0 ? 0.0 : INFINITY);
-    std::vector<T> G(static_cast<std::size_t>(n) * n, T(0));
-    for (int j = 0; j < n; ++j) G[j + j * static_cast<std::size_t>(n)] = T(1);
-    blas::syrk('U', 'T', n, m, T(-1), Q, ldq, T(1), G.data(), n);  // I - Q^T Q, upper triangle
-    const double orthogonality = blas::lansy('1', 'U', n, G.data(), n) / (m * eps);
-    return {residual, orthogonality};
-}
-
-/// The least-squares check, with r = b - A x for each column: ||A^T r||_2 / (||A||_F (||A||_F
-/// ||x||_2 + ||b||_2) max(m, n) eps), the largest over the columns. The exact least-squares
-/// solution has A^T r = 0, and a backward-stable one keeps the ratio O(1) whether the system is
-/// nearly consistent (r ~ 0, where ||A^T r|| / (||A|| ||r||) would not be) or not. X holds x in
-/// its first n rows.
-template <class T>
-double ls_residual(int m, int n, int nrhs, const T* A, int lda, const T* X, int ldx, const T* B, int ldb) {
-    if (m == 0 || n == 0 || nrhs == 0) return 0.0;
-    AllThreads threads;
-    const double anorm = blas::lange('F', m, n, A, lda);
-    std::vector<T> r(static_cast<std::size_t>(m)), w(static_cast<std::size_t>(n));
-    double worst = 0.0;
-    for (int c = 0; c < nrhs; ++c) {
-        const T* x = X + static_cast<std::size_t>(c) * ldx;
-        const T* b = B + static_cast<std::size_t>(c) * ldb;
-        std::copy(b, b + m, r.begin());
-        blas::gemm('N', 'N', m, 1, n, T(-1), A, lda, x, n, T(1), r.data(), m);
-        blas::gemm('T', 'N', n, 1, m, T(1), A, lda, r.data(), m, T(0), w.data(), n);
-        const double num = blas::lange('F', n, 1, w.data(), n);
-        const double den = anorm * (anorm * blas::lange('F', n, 1, x, n) + blas::lange('F', m, 1, b, m)) *
-                           std::max(m, n) * ScalarTraits<T>::eps;
-        const double ratio = den > 0 ? num / den : (num == 0 ? 0.0 : INFINITY);
-        if (std::isnan(ratio)) return ratio;
-        worst = std::max(worst, ratio);
-    }
-    return worst;
-}
-
-int lapack_gels(int m, int n, int nrhs, double* A, int lda, double* B, int ldb) {
-    return LAPACKE_dgels(LAPACK_COL_MAJOR, 'N', m, n, nrhs, A, lda, B, ldb);
-}
-int lapack_gels(int m, int n, int nrhs, float* A, int lda, float* B, int ldb) {
-    return LAPACKE_sgels(LAPACK_COL_MAJOR, 'N', m, n, nrhs, A, lda, B, ldb);
-}
-
-/// ls_residual of LAPACK's gels on the same problem (copies of A and B).
-template <class T>
-double lapack_ls_residual(int m, int n, int nrhs, const T* A, int lda, const T* B, int ldb) {
-    if (m == 0 || n == 0 || nrhs == 0) return 0.0;
-    AllThreads threads;
-    std::vector<T> F(A, A + static_cast<std::size_t>(lda) * n), X(B, B + static_cast<std::size_t>(ldb) * nrhs);
-    if (lapack_gels(m, n, nrhs, F.data(), lda, X.data(), ldb) != 0) return INFINITY;
-    return ls_residual(m, n, nrhs, A, lda, X.data(), ldb, B, ldb);
-}
-
-template <class T>
-int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const FileInputs<T>& in) {
+int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const std::string& check_kind,
+           const FileInputs<T>& in) {
+    PhaseClock clock;
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     const int n = o.n;
     const int m = o.m < 0 ? n : o.m;
     const int nrhs = op == Op::Gels ? o.nrhs : 0;
+    const checks::CheckKind kind = resolve_check_kind(check_kind, m, n);
+    const bool full = kind == checks::CheckKind::Full;
     Runtime rt;
+    clock.lap("runtime start");
     const int nb = o.nb > 0 ? o.nb : default_qr_nb(rt, m, n);
     const int ib = o.ib > 0 ? std::min(o.ib, nb) : default_ib(nb, rt.ncuda());
     Reporter out(parse_format(o.format), kColumns);
@@ -184,19 +102,23 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const FileInp
         config["tree"] = tree_name(resolved.tree);
         config["domain"] = resolved.domain;
     }
+    if (o.check) config["check"] = checks::check_kind_name(kind);
     add_file_config(config, o);
     out.header(config);
 
     const int lda = std::max(1, m);
-    std::vector<T> A(static_cast<std::size_t>(lda) * n), B(static_cast<std::size_t>(lda) * nrhs);
-    if (in.has_a())
-        A = in.A;
-    else
-        matgen::uniform(m, n, seed, A.data(), lda);
-    if (in.has_b())
-        B = in.B;
-    else
-        matgen::uniform(m, nrhs, seed + 1, B.data(), lda);
+    // The tiles are allocated once for all the iterations, on another thread while A is
+    // generated (pinning tens of GiB takes seconds); every iteration refills them from A.
+    auto pending_a = allocate_tiles<T>(m, n, nb);
+    auto pending_b = allocate_tiles<T>(m, nrhs, nb);
+    HostArray<T> A = in.has_a() ? copy_of(in.A.data(), m, n, lda) : HostArray<T>(static_cast<std::int64_t>(lda) * n);
+    if (!in.has_a()) matgen::uniform(m, n, seed, A.data(), lda);
+    HostArray<T> B =
+        in.has_b() ? copy_of(in.B.data(), m, nrhs, lda) : HostArray<T>(static_cast<std::int64_t>(lda) * nrhs);
+    if (!in.has_b()) matgen::uniform(m, nrhs, seed + 1, B.data(), lda);
+    clock.lap("generate");
+    TileMatrix<T> tA = pending_a.get(), tB = pending_b.get();
+    clock.lap("allocate tiles (after the generation)");
     const double dm = m, dn = n;
     // Householder QR: 2 m n^2 - 2 n^3 / 3; gels adds Q^T B (2 nrhs n (2m - n)) and the solve (n^2 nrhs).
     double flops = 2.0 * dm * dn * dn - 2.0 * dn * dn * dn / 3.0;
@@ -206,10 +128,10 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const FileInp
     std::vector<double> times;
     TraceRecorder trace(o);
     for (int it = 1; it <= o.niter; ++it) {
-        TileMatrix<T> tA(m, n, nb), tB(m, nrhs, nb);
-        tA.from_lapack(A.data(), lda);
-        tB.from_lapack(B.data(), lda);
+        fill_tiles(tA, A.data(), lda);
+        fill_tiles(tB, B.data(), lda);
         QrFactors<T> F(tA, ib, qr_options(tree));
+        clock.lap("fill tiles");
         int info = 0;
         trace.start(it, tA, tB);
         const auto t0 = std::chrono::steady_clock::now();
@@ -220,6 +142,7 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const FileInp
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         times.push_back(secs);
         trace.stop();
+        clock.lap("factorization");
 
         nlohmann::ordered_json r = {{"op", config["op"]},
                                     {"prec", o.prec},
@@ -242,34 +165,61 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const FileInp
         // A random uniform matrix has full rank with probability one: a nonzero info fails.
         bool ok = info == 0;
         if (op == Op::Gels && it == o.niter && info == 0 && !o.x_file.empty()) {
-            std::vector<T> X(B.size());
-            tB.to_lapack(X.data(), lda);
+            HostArray<T> X(B.size());
+            read_tiles(tB, X.data(), lda);
             write_solution(o, n, nrhs, X.data(), lda);  // x: the first n rows
         }
         if (o.check && it == o.niter && info == 0) {
             if (op == Op::Geqrf) {
-                TileMatrix<T> tQ(m, n, nb);
-                orgqr(tA, F, tQ);
-                std::vector<T> Fa(A.size()), Q(A.size());
-                tA.to_lapack(Fa.data(), lda);
-                tQ.to_lapack(Q.data(), lda);
-                const auto [res, orth] = qr_residuals(m, n, A.data(), lda, Q.data(), lda, Fa.data(), lda);
-                r["residual"] = res;
-                r["orthogonality"] = orth;
-                ok = ok && checks::passes(res) && checks::passes(orth);
+                HostArray<T> Fa(A.size());
+                checks::QrResiduals res{};
+                if (full) {
+                    TileMatrix<T> tQ(m, n, nb);
+                    orgqr(tA, F, tQ);
+                    HostArray<T> Q(A.size());
+                    read_tiles(tA, Fa.data(), lda);
+                    read_tiles(tQ, Q.data(), lda);
+                    res = checks::qr_residuals(m, n, A.data(), lda, Q.data(), lda, Fa.data(), lda);
+                } else {
+                    // A x against Q (R x), and Q^T Q y against y: Q applied to single vectors.
+                    read_tiles(tA, Fa.data(), lda);
+                    TileMatrix<T> v(m, 1, nb);
+                    const checks::QApply<T> apply_q = [&](char trans, T* x) {
+                        fill_tiles(v, x, lda);
+                        qr_apply(trans, tA, F, v);
+                        read_tiles(v, x, lda);
+                    };
+                    const checks::QrProbe probe =
+                        checks::qr_probe_residuals(m, n, A.data(), lda, Fa.data(), lda, apply_q, seed + 2);
+                    res = {probe.residual, probe.orthogonality};
+                }
+                r["residual"] = res.residual;
+                r["orthogonality"] = res.orthogonality;
+                ok = ok && checks::passes(res.residual) && checks::passes(res.orthogonality);
             } else {
-                std::vector<T> X(B.size());
-                tB.to_lapack(X.data(), lda);
-                const double res = ls_residual(m, n, nrhs, A.data(), lda, X.data(), lda, B.data(), lda);
+                // The least-squares residual costs O(m n nrhs); LAPACK's gels O(m n^2).
+                HostArray<T> X(B.size());
+                read_tiles(tB, X.data(), lda);
+                const double res = checks::ls_residual(m, n, nrhs, A.data(), lda, X.data(), lda, B.data(), lda);
                 r["residual"] = res;
-                r["residual_lapack"] = lapack_ls_residual(m, n, nrhs, A.data(), lda, B.data(), lda);
+                if (full) r["residual_lapack"] = checks::lapack_ls_residual(m, n, nrhs, A.data(), lda, B.data(), lda);
                 ok = ok && checks::passes(res);
             }
+            r["check"] = checks::check_kind_name(kind);
+            clock.lap("check");
         }
         r["status"] = ok ? "ok" : "FAILED";
         if (!ok) ++failed;
         out.row(r);
     }
+    {
+        // Nothing needs the factors any more: unregistering would copy every tile back from
+        // the GPU first.
+        discard_tiles(tA);
+        discard_tiles(tB);
+        const TileMatrix<T> dropped_a = std::move(tA), dropped_b = std::move(tB);
+    }
+    clock.lap("teardown");
     trace.write();
     if (o.niter > 1) {
         const double t = median(times);
@@ -293,7 +243,7 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const FileInp
 
 /// The usage checks that need the files' shapes, then the run.
 template <class T>
-int start_qr(Op op, FactorOptions& o, const TreeOptions& tree) {
+int start_qr(Op op, FactorOptions& o, const TreeOptions& tree, const std::string& check_kind) {
     const FileInputs<T> in = load_file_inputs<T>(o, Shape::Tall, op == Op::Gels ? FileUse::Solve : FileUse::Matrix);
     const int m = o.m >= 0 ? o.m : o.n;
     if (m < o.n)
@@ -301,14 +251,17 @@ int start_qr(Op op, FactorOptions& o, const TreeOptions& tree) {
                                               "supported), got {}",
                                               o.n, m));
     const int elem = o.prec == "s" ? 4 : 8;
-    check_problem_size("-n", m, o.n, elem, o.check ? 6 : 2);
+    // A and the tiles; the check adds the factor (probe), Q's tiles and two host matrices (full).
+    const bool full = resolve_check_kind(check_kind, m, o.n) == checks::CheckKind::Full;
+    check_problem_size("-n", m, o.n, elem, !o.check ? 2 : full ? 6 : 3);
     if (op == Op::Gels) check_problem_size("--nrhs", m, o.nrhs, elem, o.check ? 4 : 2);
-    return run_qr<T>(op, o, tree, in);
+    return run_qr<T>(op, o, tree, check_kind, in);
 }
 
 void add_command(CLI::App& app, Run& run, Op op) {
     auto opts = std::make_shared<FactorOptions>();
     auto tree = std::make_shared<TreeOptions>();
+    auto check_kind = std::make_shared<std::string>("auto");
     CLI::App* cmd = op == Op::Geqrf
                         ? app.add_subcommand("geqrf", "Tile Householder QR of a random m x n matrix (m >= n)")
                         : app.add_subcommand("gels",
@@ -334,20 +287,24 @@ void add_command(CLI::App& app, Run& run, Op op) {
                     "Tile rows per domain of the binary tree (1: pure binary tree); 0 picks one")
         ->check(non_negative)
         ->capture_default_str();
+    add_check_kind_option(*cmd, *check_kind);
     add_file_options(*cmd, *opts, op == Op::Gels ? FileUse::Solve : FileUse::Matrix);
     cmd->footer(op == Op::Geqrf
                     ? "The checks form the thin Q (m x n) from the factors: ||A - Q R||_1 / (m ||A||_1 eps) < 30\n"
-                      "(residual) and ||I - Q^T Q||_1 / (m eps) < 30 (orthogonality).\n"
+                      "(residual) and ||I - Q^T Q||_1 / (m eps) < 30 (orthogonality). Beyond m n^2 = 16384^3\n"
+                      "(--check-kind) they probe with a random x instead, in O(mn): ||A x - Q (R x)||_inf /\n"
+                      "(||A||_inf ||x||_inf m eps) and ||Q^T Q y - y||_inf / (||y||_inf m eps), y = [R x; 0].\n"
                       "Example: starfact geqrf -m 32768 -n 4096 --nb 1024 --tree binary --domain 1 --check"
                     : "The check, with r = b - A x per column: ||A^T r||_2 / (||A||_F (||A||_F ||x||_2 + ||b||_2)\n"
                       "max(m, n) eps) < 30 (zero for the exact least-squares solution), printed next to LAPACK's\n"
-                      "gels on the same problem (residual_lapack).\n"
+                      "gels on the same problem (residual_lapack; not beyond m n^2 = 16384^3, --check-kind).\n"
                       "Example: starfact gels -m 20000 -n 5000 --nrhs 8 --check\n"
                       "With files (X gets the n x nrhs solution): starfact gels --A A.npy --B B.npy --X X.npy");
-    cmd->callback([&run, opts, tree, op, cmd] {
+    cmd->callback([&run, opts, tree, check_kind, op, cmd] {
         note_given_options(*cmd, *opts);
-        run = [opts, tree, op]() -> int {
-            return opts->prec == "s" ? start_qr<float>(op, *opts, *tree) : start_qr<double>(op, *opts, *tree);
+        run = [opts, tree, check_kind, op]() -> int {
+            return opts->prec == "s" ? start_qr<float>(op, *opts, *tree, *check_kind)
+                                     : start_qr<double>(op, *opts, *tree, *check_kind);
         };
     });
 }

@@ -1,0 +1,187 @@
+// Host arrays, tile refills and teardown helpers of the factorization subcommands.
+#include "drivers/run_support.hpp"
+
+#include <starpu.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/parallel.hpp"
+
+namespace starfact::cli {
+namespace {
+// Below this many elements a copy runs on one thread: starting threads would cost more.
+constexpr std::int64_t kSerialElements = std::int64_t(1) << 18;
+
+unsigned threads_for(std::int64_t elements) { return elements < kSerialElements ? 1u : 0u; }
+
+/// Every tile of t acquired in `mode` on main memory, with where it lies there; releases them
+/// all when destroyed. For reading, every tile's transfer to main memory is started before the
+/// first acquisition waits, so that the transfers overlap.
+template <class T>
+class AcquiredTiles {
+public:
+    AcquiredTiles(const TileMatrix<T>& t, starpu_data_access_mode mode) : t_(t) {
+        const std::size_t count = static_cast<std::size_t>(t.mt()) * t.nt();
+        if (mode & STARPU_R)
+            for (int j = 0; j < t.nt(); ++j)
+                for (int i = 0; i < t.mt(); ++i) starpu_data_fetch_on_node(t(i, j), STARPU_MAIN_RAM, 1);
+        ptr_.reserve(count);
+        ld_.reserve(count);
+        for (int j = 0; j < t.nt(); ++j)
+            for (int i = 0; i < t.mt(); ++i) {
+                starpu_data_handle_t h = t(i, j);
+                if (starpu_data_acquire(h, mode) != 0) {
+                    release();
+                    throw RuntimeError(fmt::format("cannot acquire tile ({}, {}) in main memory", i, j));
+                }
+                ptr_.push_back(reinterpret_cast<T*>(starpu_matrix_get_local_ptr(h)));
+                ld_.push_back(static_cast<std::int64_t>(starpu_matrix_get_local_ld(h)));
+            }
+    }
+    ~AcquiredTiles() { release(); }
+    AcquiredTiles(const AcquiredTiles&) = delete;
+    AcquiredTiles& operator=(const AcquiredTiles&) = delete;
+
+    /// Column c (0 <= c < tile_n(j)) of tile (i, j) in main memory.
+    T* column(int i, int j, int c) const {
+        const std::size_t k = static_cast<std::size_t>(j) * t_.mt() + i;
+        return ptr_[k] + c * ld_[k];
+    }
+
+private:
+    void release() noexcept {
+        for (std::size_t k = 0; k < ptr_.size(); ++k)
+            starpu_data_release(t_(static_cast<int>(k % t_.mt()), static_cast<int>(k / t_.mt())));
+        ptr_.clear();
+    }
+    const TileMatrix<T>& t_;
+    std::vector<T*> ptr_;
+    std::vector<std::int64_t> ld_;
+};
+
+/// Copies between the column-major A and the acquired tiles of t, one matrix column per step,
+/// every core taking columns: each step reads or writes one contiguous column of A.
+template <class T>
+void copy_columns(const TileMatrix<T>& t, const AcquiredTiles<T>& tiles, T* A, int lda, bool into_tiles) {
+    const int nb = t.nb();
+    parallel_for(
+        t.n(),
+        [&](int col) {
+            const int j = col / nb, c = col % nb;
+            T* a = A + static_cast<std::int64_t>(col) * lda;
+            for (int i = 0; i < t.mt(); ++i) {
+                T* tile = tiles.column(i, j, c);
+                T* piece = a + static_cast<std::int64_t>(i) * nb;
+                const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(t.tile_m(i));
+                if (into_tiles)
+                    std::memcpy(tile, piece, bytes);
+                else
+                    std::memcpy(piece, tile, bytes);
+            }
+        },
+        threads_for(static_cast<std::int64_t>(t.m()) * t.n()));
+}
+
+template <class T>
+void require_lapack(const TileMatrix<T>& t, const T* A, int lda) {
+    require(lda >= std::max(1, t.m()), "lda", fmt::format("must be >= max(1, m) = {}, got {}", std::max(1, t.m()), lda));
+    require(A != nullptr || static_cast<std::int64_t>(t.m()) * t.n() == 0, "A", "null pointer for a non-empty matrix");
+}
+}  // namespace
+
+template <class T>
+void parallel_copy(const T* src, std::int64_t count, T* dst) {
+    parallel_ranges(
+        count, std::int64_t(1) << 18,
+        [&](std::int64_t lo, std::int64_t hi) { std::memcpy(dst + lo, src + lo, sizeof(T) * (hi - lo)); },
+        threads_for(count));
+}
+
+template <class T>
+HostArray<T> copy_of(const T* A, int rows, int cols, int lda) {
+    const std::int64_t ld = std::max(1, rows);
+    HostArray<T> C(ld * cols);
+    parallel_for(
+        cols, [&](int j) { std::memcpy(C.data() + j * ld, A + static_cast<std::int64_t>(j) * lda, sizeof(T) * rows); },
+        threads_for(ld * cols));
+    return C;
+}
+
+template <class T>
+void fill_tiles(TileMatrix<T>& t, const T* A, int lda) {
+    require_lapack(t, A, lda);
+    const AcquiredTiles<T> tiles(t, STARPU_W);
+    // A is only read: copy_columns writes through it only when copying out of the tiles.
+    copy_columns(t, tiles, const_cast<T*>(A), lda, true);
+}
+
+template <class T>
+void read_tiles(const TileMatrix<T>& t, T* A, int lda) {
+    require_lapack(t, A, lda);
+    const AcquiredTiles<T> tiles(t, STARPU_R);
+    copy_columns(t, tiles, A, lda, false);
+}
+
+template <class T>
+void discard_tiles(TileMatrix<T>& t) {
+    // Write access in main memory invalidates every other copy without a transfer.
+    for (int j = 0; j < t.nt(); ++j)
+        for (int i = 0; i < t.mt(); ++i)
+            if (starpu_data_acquire(t(i, j), STARPU_W) == 0) starpu_data_release(t(i, j));
+}
+
+template <class T>
+std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb) {
+    return std::async(std::launch::async, [m, n, nb] { return TileMatrix<T>(m, n, nb); });
+}
+
+void add_check_kind_option(CLI::App& cmd, std::string& kind) {
+    cmd.add_option("--check-kind", kind,
+                   "Which check --check runs: full (the residual from the explicit factors, O(n^3) on the host),\n"
+                   "probe (the same through one random vector, O(n^2), without the LAPACK reference) or auto\n"
+                   "(full while m n^2 <= 16384^3)")
+        ->check(CLI::IsMember({"auto", "full", "probe"}))
+        ->capture_default_str();
+}
+
+checks::CheckKind resolve_check_kind(const std::string& kind, long long m, long long n) {
+    if (kind == "full") return checks::CheckKind::Full;
+    if (kind == "probe") return checks::CheckKind::Probe;
+    return checks::check_kind(m, n);
+}
+
+PhaseClock::PhaseClock() : last_(std::chrono::steady_clock::now()) {
+    const char* env = std::getenv("STARFACT_PHASES");
+    on_ = env != nullptr && std::strcmp(env, "1") == 0;
+}
+
+void PhaseClock::lap(const char* name) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "# phase %s: %.3f s\n", name, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+}
+
+template class HostArray<float>;
+template class HostArray<double>;
+template void parallel_copy<float>(const float*, std::int64_t, float*);
+template void parallel_copy<double>(const double*, std::int64_t, double*);
+template HostArray<float> copy_of<float>(const float*, int, int, int);
+template HostArray<double> copy_of<double>(const double*, int, int, int);
+template void fill_tiles<float>(TileMatrix<float>&, const float*, int);
+template void fill_tiles<double>(TileMatrix<double>&, const double*, int);
+template void read_tiles<float>(const TileMatrix<float>&, float*, int);
+template void read_tiles<double>(const TileMatrix<double>&, double*, int);
+template void discard_tiles<float>(TileMatrix<float>&);
+template void discard_tiles<double>(TileMatrix<double>&);
+template std::future<TileMatrix<float>> allocate_tiles<float>(int, int, int);
+template std::future<TileMatrix<double>> allocate_tiles<double>(int, int, int);
+
+}  // namespace starfact::cli
