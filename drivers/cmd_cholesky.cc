@@ -162,9 +162,9 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
 template <class T>
 int start_cholesky(Op op, FactorOptions& o, const std::string& check_kind) {
     const FileInputs<T> in = load_file_inputs<T>(o, Shape::Square, op == Op::Posv ? FileUse::Solve : FileUse::Matrix);
-    // A and the tiles; the check adds the factor (probe) and two work matrices (full potrf).
+    // A and the tiles; potrf's check adds the factor (probe) and two work matrices (full).
     const bool full = resolve_check_kind(check_kind, o.n, o.n) == checks::CheckKind::Full;
-    const int copies = !o.check ? 2 : op == Op::Potrf && full ? 5 : 3;
+    const int copies = !o.check || op == Op::Posv ? 2 : full ? 5 : 3;
     check_problem_size("-n", o.n, o.n, o.prec == "s" ? 4 : 8, copies);
     if (op == Op::Posv) check_problem_size("--nrhs", o.n, o.nrhs, o.prec == "s" ? 4 : 8, 3);
     return run_cholesky<T>(op, o, check_kind, in);
