@@ -20,9 +20,7 @@ namespace {
 // StarPU's CPU workers run single-threaded BLAS; a check runs between factorizations.
 class AllThreads {
 public:
-    AllThreads() : previous_(openblas_get_num_threads()) {
-        openblas_set_num_threads(static_cast<int>(all_cores()));
-    }
+    AllThreads() : previous_(openblas_get_num_threads()) { openblas_set_num_threads(static_cast<int>(all_cores())); }
     ~AllThreads() { openblas_set_num_threads(previous_); }
     AllThreads(const AllThreads&) = delete;
     AllThreads& operator=(const AllThreads&) = delete;
@@ -52,9 +50,12 @@ double ratio_or_inf(double num, double den) { return den > 0 ? num / den : (num 
 enum class Part { All, Lower, Upper };
 std::pair<Index, Index> rows_of(Part part, Index m, Index j) {
     switch (part) {
-        case Part::Lower: return {std::min(j, m), m};
-        case Part::Upper: return {0, std::min(j + 1, m)};
-        default: return {0, m};
+        case Part::Lower:
+            return {std::min(j, m), m};
+        case Part::Upper:
+            return {0, std::min(j + 1, m)};
+        default:
+            return {0, m};
     }
 }
 
@@ -140,7 +141,8 @@ void column_dots(Part part, Index m, Index n, const T* A, Index lda, const doubl
 template <class T, class F>
 double max_over_columns(Index m, Index n, const T* A, Index lda, F f) {
     std::vector<double> per(static_cast<std::size_t>(std::max<Index>(n, 0)));
-    parallel_for64(n, [&](Index j) { per[j] = f(A + j * lda, j); }, threads_for(m * n));
+    parallel_for64(
+        n, [&](Index j) { per[j] = f(A + j * lda, j); }, threads_for(m * n));
     double r = 0.0;
     for (double v : per) r = nan_max(r, v);
     return r;
@@ -311,11 +313,11 @@ double potrf_probe_residual(char uplo, int n, const T* A, int lda, const T* F, i
     // A x and ||A||_inf in one pass over A.
     column_pass<T>(Part::All, nn, nn, A, lda, x.data(), ax.data(), rowabs.data());
     if (lower) {
-        column_dots<T>(Part::Lower, nn, nn, F, ldf, x.data(), y.data());                 // y = L^T x
-        column_pass<T>(Part::Lower, nn, nn, F, ldf, y.data(), z.data(), nullptr);       // z = L y
+        column_dots<T>(Part::Lower, nn, nn, F, ldf, x.data(), y.data());           // y = L^T x
+        column_pass<T>(Part::Lower, nn, nn, F, ldf, y.data(), z.data(), nullptr);  // z = L y
     } else {
-        column_pass<T>(Part::Upper, nn, nn, F, ldf, x.data(), y.data(), nullptr);       // y = U x
-        column_dots<T>(Part::Upper, nn, nn, F, ldf, y.data(), z.data());                 // z = U^T y
+        column_pass<T>(Part::Upper, nn, nn, F, ldf, x.data(), y.data(), nullptr);  // y = U x
+        column_dots<T>(Part::Upper, nn, nn, F, ldf, y.data(), z.data());           // z = U^T y
     }
     double rnorm = 0.0, anorm = 0.0;
     for (Index i = 0; i < nn; ++i) {
@@ -454,10 +456,10 @@ double ls_residual(int m, int n, int nrhs, const T* A, int lda, const T* X, int 
     for (int c = 0; c < nrhs; ++c) {
         const Index off = c;
         const double num = norm_frobenius<T>(n, 1, W.data() + off * n, n);
-        const double den = anorm *
-                           (anorm * norm_frobenius<T>(n, 1, X + off * ldx, ldx) +
-                            norm_frobenius<T>(m, 1, B + off * ldb, ldb)) *
-                           std::max(m, n) * ScalarTraits<T>::eps;
+        const double den =
+            anorm *
+            (anorm * norm_frobenius<T>(n, 1, X + off * ldx, ldx) + norm_frobenius<T>(m, 1, B + off * ldb, ldb)) *
+            std::max(m, n) * ScalarTraits<T>::eps;
         const double ratio = ratio_or_inf(num, den);
         if (std::isnan(ratio)) return ratio;
         worst = std::max(worst, ratio);
@@ -491,9 +493,9 @@ template double potrf_residual<double>(char, int, const double*, int, const doub
 template double solve_residual<double>(int, int, const double*, int, const double*, int, const double*, int);
 template double potrf_probe_residual<double>(char, int, const double*, int, const double*, int, unsigned long long);
 template double lu_probe_residual<double>(int, int, const double*, int, const double*, int, const LuForward<double>&,
-                                         unsigned long long);
+                                          unsigned long long);
 template QrProbe qr_probe_residuals<double>(int, int, const double*, int, const double*, int, const QApply<double>&,
-                                           unsigned long long);
+                                            unsigned long long);
 template LapackLuReference lapack_lu_reference<double>(int, int, const double*, int, const double*, int);
 template double growth_factor<double>(int, int, const double*, int, const double*, int);
 template double lu_transform_residual<double>(int, int, const double*, int, const double*, int, const double*, int);

@@ -100,8 +100,7 @@ void spd_failing_at(int n, int k, std::uint64_t seed, T* A, int lda) {
     std::vector<T> L(static_cast<std::size_t>(n) * n, T(0));
     for (int j = 0; j < n; ++j) {
         L[j + static_cast<std::size_t>(j) * n] = T(1);
-        for (int i = j + 1; i < n; ++i)
-            L[i + static_cast<std::size_t>(j) * n] = static_cast<T>(entry(seed, i, j) / n);
+        for (int i = j + 1; i < n; ++i) L[i + static_cast<std::size_t>(j) * n] = static_cast<T>(entry(seed, i, j) / n);
     }
     // W = L D, then A = W L^T.
     std::vector<T> W(L);
@@ -112,7 +111,8 @@ void spd_failing_at(int n, int k, std::uint64_t seed, T* A, int lda) {
     if (n > 0) blas::gemm('N', 'T', n, n, n, T(1), W.data(), n, L.data(), n, T(0), A, lda);
     // Exact symmetry (the product is symmetric only up to rounding).
     for (int j = 0; j < n; ++j)
-        for (int i = j + 1; i < n; ++i) A[j + static_cast<std::size_t>(i) * lda] = A[i + static_cast<std::size_t>(j) * lda];
+        for (int i = j + 1; i < n; ++i)
+            A[j + static_cast<std::size_t>(i) * lda] = A[i + static_cast<std::size_t>(j) * lda];
 }
 
 template void uniform<float>(int, int, std::uint64_t, float*, int);

@@ -91,7 +91,8 @@ void copy_columns(const TileMatrix<T>& t, const AcquiredTiles<T>& tiles, T* A, i
 
 template <class T>
 void require_lapack(const TileMatrix<T>& t, const T* A, int lda) {
-    require(lda >= std::max(1, t.m()), "lda", fmt::format("must be >= max(1, m) = {}, got {}", std::max(1, t.m()), lda));
+    require(lda >= std::max(1, t.m()), "lda",
+            fmt::format("must be >= max(1, m) = {}, got {}", std::max(1, t.m()), lda));
     require(A != nullptr || static_cast<std::int64_t>(t.m()) * t.n() == 0, "A", "null pointer for a non-empty matrix");
 }
 }  // namespace

@@ -187,12 +187,12 @@ TYPED_TEST(Probes, LuProbeAcceptsTheFactorAndRefusesOnePerturbedEntry) {
         // The full check on the same factor: G = L~^{-1} P A column by column.
         HostMatrix<T> Gt = A;
         for (int j = 0; j < n; ++j) forward(&Gt(0, j));
-        EXPECT_PRED_FORMAT1(ResidualPasses, checks::lu_transform_residual<T>(m, n, A.ptr(), A.ld, Gt.ptr(), Gt.ld,
-                                                                             F.ptr(), F.ld));
+        EXPECT_PRED_FORMAT1(ResidualPasses,
+                            checks::lu_transform_residual<T>(m, n, A.ptr(), A.ld, Gt.ptr(), Gt.ld, F.ptr(), F.ld));
         HostMatrix<T> U = F;  // a wrong U; forward keeps the right L
         perturb_one_entry(U, rng, [](int j) { return std::pair{0, j + 1}; });
-        EXPECT_FALSE(checks::passes(
-            checks::lu_transform_residual<T>(m, n, A.ptr(), A.ld, Gt.ptr(), Gt.ld, U.ptr(), U.ld)))
+        EXPECT_FALSE(
+            checks::passes(checks::lu_transform_residual<T>(m, n, A.ptr(), A.ld, Gt.ptr(), Gt.ld, U.ptr(), U.ld)))
             << "the full check misses it too";
         EXPECT_FALSE(
             checks::passes(checks::lu_probe_residual<T>(m, n, A.ptr(), A.ld, U.ptr(), U.ld, forward, probe_seed)));
