@@ -5,6 +5,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "batched/cuda/kernels.hpp"
 #include "common/error.hpp"
@@ -45,18 +48,26 @@ void offset_pointers(T** out, T* const* in, const long long* offsets, int jobs, 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 /// The blocks of `threads` threads of `kernel` that the current device holds at once (at least
-/// 1), the kernel first asking for the largest shared-memory carveout: the grid of a kernel
-/// whose blocks go through the work in turn. Callers keep it in a static (once per process and
-/// instance; the grid's size changes the speed only, never the result).
+/// 1), the kernel first asking that device for the largest shared-memory carveout: the grid of a
+/// kernel whose blocks go through the work in turn. Measured once per device, kernel and block
+/// size and kept (the grid's size changes the speed only, never the result).
 template <class Kernel>
 int resident_blocks(Kernel* kernel, int threads, const char* what) {
-    int device = 0, sms = 0, per_sm = 0;
+    int device = 0;
     check(cudaGetDevice(&device), what);
+    static std::mutex mutex;
+    static std::map<std::tuple<int, const void*, int>, int> known;
+    const std::tuple<int, const void*, int> key{device, reinterpret_cast<const void*>(kernel), threads};
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+    int sms = 0, per_sm = 0;
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), what);
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
           what);
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), what);
-    return sms * per_sm > 0 ? sms * per_sm : 1;
+    const int blocks = sms * per_sm > 0 ? sms * per_sm : 1;
+    known.emplace(key, blocks);
+    return blocks;
 }
 
 // Asynchronous copies from global to shared memory (sm_80 and later): one element per thread

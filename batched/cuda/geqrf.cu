@@ -878,15 +878,16 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
     // or $STARFACT_BATCHED_QR_STAGGER_NS for tuning. 2000 x 512: 29.61-29.64 ms with 24 us for
     // every such instance, 29.71-29.75 with 16 us, 30.07-30.08 without (H100, FP64, 2026-11-23,
     // bench/results/2026-11-23-h100-qr-stagger2*).
-    static const std::pair<int, int> stagger = [] {
+    static const int stagger_ns = [] {
         const char* e = std::getenv("STARFACT_BATCHED_QR_STAGGER_NS");
-        int sms = 0, dev = 0;
-        detail::check(cudaGetDevice(&dev), "geqrf register panel (device)");
-        detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "geqrf register panel (SMs)");
         const bool one_per_sm = NCOL == 32 && K == 2;
         const int ns = e != nullptr ? std::atoi(e) : 1500 * R;
-        return std::make_pair(one_per_sm ? std::max(0, ns) : 0, sms);
+        return one_per_sm ? std::max(0, ns) : 0;
     }();
+    int sms = 0, dev = 0;  // the current device's, read at every launch (several GPUs may differ)
+    detail::check(cudaGetDevice(&dev), "geqrf register panel (device)");
+    detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "geqrf register panel (SMs)");
+    const std::pair<int, int> stagger{stagger_ns, sms};
     // V staged for Y, and X and Z of the merge after it.
     const std::size_t smem =
         Y != nullptr ? sizeof(T) * (reg_panel_ldv(R) * NCOL + (mergeV != nullptr ? 2 * 32 * 36 : 0)) : 0;

@@ -353,10 +353,10 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
 }
 
 /// One instance: a grid of the blocks that fit on the device at once (each group then goes
-/// through several matrices). The device's size is read once per process and instance.
+/// through several matrices).
 template <class T, int NC, int SUB, int MAXT, int MINB, class Batch>
 void launch_whole(cudaStream_t stream, const Batch& batch, int count) {
-    static const int resident =
+    const int resident =
         detail::resident_blocks(lu_whole_kernel<T, NC, SUB, MAXT, MINB, Batch>, MAXT, "getrf (register kernel grid)");
     const int needed = detail::ceil_div(count, MAXT / SUB);
     lu_whole_kernel<T, NC, SUB, MAXT, MINB, Batch><<<needed < resident ? needed : resident, MAXT, 0, stream>>>(batch, count);
@@ -696,7 +696,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int co
 /// The warp kernel's grid: the blocks that fit on the device at once, or fewer for a small batch.
 template <class T, int MAXT, int MINB, class Batch>
 void launch_warp(cudaStream_t stream, const Batch& batch, int count) {
-    static const int resident =
+    const int resident =
         detail::resident_blocks(lu_warp_kernel<T, 32, MAXT, MINB, Batch>, MAXT, "getrf (warp kernel grid)");
     const int needed = detail::ceil_div(count, MAXT / 32);
     lu_warp_kernel<T, 32, MAXT, MINB, Batch><<<needed < resident ? needed : resident, MAXT, 0, stream>>>(batch, count);
@@ -706,7 +706,7 @@ void launch_warp(cudaStream_t stream, const Batch& batch, int count) {
 /// The half kernel's grid: the blocks that fit on the device at once, or fewer.
 template <int MAXT, int MINB, class Batch>
 void launch_half(cudaStream_t stream, const Batch& batch, int count) {
-    static const int resident =
+    const int resident =
         detail::resident_blocks(lu_half_kernel<MAXT, MINB, Batch>, MAXT, "getrf (half kernel grid)");
     const int needed = detail::ceil_div(count, MAXT / 32);
     lu_half_kernel<MAXT, MINB, Batch><<<needed < resident ? needed : resident, MAXT, 0, stream>>>(batch, count);
@@ -730,7 +730,7 @@ void launch(cudaStream_t stream, int nmax, const Batch& batch, int count) {
         // round the warp kernel is faster: H200, 32 x 1320 18.4-18.5 against 18.9-19.2 us, 32 x
         // 528 14.5-15.2 against 17.3-17.8. At exactly one round, 2640, the half kernel is 7%
         // faster, 24.3-24.5 against 26.2-26.3: the crossover lies between, not measured finer.)
-        static const int warp_slots =
+        const int warp_slots =
             detail::resident_blocks(lu_warp_kernel<T, 32, 128, 5, Batch>, 128, "getrf (warp kernel grid)") * 4;
         if (count > warp_slots) return launch_half<128, 8>(stream, batch, count);
     }

@@ -386,7 +386,7 @@ __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View
 template <class T, bool kTransL>
 void launch_trsm_leaf(cudaStream_t stream, T* const* X, View xv, const T* const* L, View lv, int m, int k,
                       const int* info, int count) {
-    static const auto resident = static_cast<unsigned>(
+    const auto resident = static_cast<unsigned>(
         detail::resident_blocks(trsm_leaf_kernel<T, kTransL>, kSolveRows, "potrf trsm leaf (grid)"));
     const int row_blocks = detail::ceil_div(m, kSolveRows);
     const auto tiles = static_cast<unsigned>(static_cast<long long>(row_blocks) * count);
