@@ -51,6 +51,8 @@ public:
     std::vector<WorkerInfo> workers() const;
     /// One line per GPU in use: "<devid>: <name>, <memory> GiB, <n> workers".
     std::vector<std::string> gpus() const;
+    /// The device name of the first CUDA worker's GPU (e.g. "NVIDIA H200"), "" without one.
+    std::string gpu_name() const;
     /// The directory holding the performance models (STARPU_PERF_MODEL_DIR or $STARPU_HOME/.starpu/sampling).
     static std::string perfmodel_dir();
     static std::string starpu_version();

@@ -58,7 +58,7 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     Runtime rt;
     clock.lap("runtime start");
-    const int nb = o.nb > 0 ? o.nb : default_nb(rt);
+    const int nb = tile_sizes(Factorization::Cholesky, o, o.n, o.n, rt).nb;
     const int n = o.n;
     const int nrhs = op == Op::Posv ? o.nrhs : 0;
     const int ld = std::max(1, n);

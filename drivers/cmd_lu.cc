@@ -26,18 +26,6 @@ enum class Op { Getrf, Gesv };
 const std::vector<std::string> kColumns = {"op", "prec", "m", "n", "nb", "ib", "schedule", "iter", "time_s", "gflops",
                                            "residual", "residual_lapack", "growth", "growth_pp", "info", "status"};
 
-/// The inner block when the user gave 0. On GPUs wide blocks win (TSTRF's panel goes to cuSOLVER
-/// and SSSSM's GEMMs get a large k; at nb 8192 on the H100 ib 1024 measured best, 512 and 2048
-/// within 2%, docs/performance.md); on CPU cores narrow blocks keep SSSSM's extra triangular work
-/// small.
-int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::min(nb, 1024) : std::min(nb, 32); }
-
-/// LU's tile size when the user gave 0: larger than the other factorizations' on GPUs, since each
-/// tile costs a chain of TSTRF panels whose cuSOLVER calls are latency-bound. On the H100 nb 8192
-/// gave 0.83-0.92 of cuSOLVER at n = 16384-40000 (nb 4096: 0.68-0.77), and an order up to 8192 is
-/// then one tile, cuSOLVER's getrf plus our overhead (0.95 at 8192; several tiles: 0.70).
-int default_lu_nb(const Runtime& rt) { return rt.ncuda() > 0 ? 8192 : default_nb(rt); }
-
 template <class T>
 int run_lu(Op op, const FactorOptions& o, const std::string& check_kind, const FileInputs<T>& in) {
     PhaseClock clock;
@@ -49,8 +37,7 @@ int run_lu(Op op, const FactorOptions& o, const std::string& check_kind, const F
     const bool full = kind == checks::CheckKind::Full;
     Runtime rt;
     clock.lap("runtime start");
-    const int nb = o.nb > 0 ? o.nb : default_lu_nb(rt);
-    const int ib = o.ib > 0 ? std::min(o.ib, nb) : default_ib(nb, rt.ncuda());
+    const auto [nb, ib] = tile_sizes(Factorization::Lu, o, m, n, rt);
     Reporter out(parse_format(o.format), kColumns);
     nlohmann::ordered_json config = runtime_config(rt);
     config["op"] = op == Op::Getrf ? "getrf" : "gesv";

@@ -54,24 +54,6 @@ const std::vector<std::string> kColumns = {"op",
                                            "info",
                                            "status"};
 
-/// The inner block when the user gave 0: 256 with a GPU (best or within 2% of the best at
-/// nb = 2048-4096 on the H100, docs/performance.md), min(nb, 32) on CPU cores only.
-int default_ib(int nb, int ncuda) { return ncuda > 0 ? std::min(nb, 256) : std::min(nb, 32); }
-
-/// QR's tile size when the user gave 0: with a GPU, 4096 (best at n = 8192-32768 on the H100),
-/// except for tall-skinny matrices (m >= 8 n, n <= 4096), which are one tile column:
-/// - up to 2^27 entries (1 GiB in FP64, the size measured): one tile (nb = m), the whole QR one
-///   cuSOLVER geqrf plus the T factors; 0.93-0.96 of cuSOLVER at 32768 x 4096, 65536 x 2048
-///   and 131072 x 1024 on the H100, where the best trees of tall tiles reached 0.77-0.92;
-/// - larger (not measured): tall 8192 x n tiles and the tree, so that no tile outgrows the GPU
-///   (8192 was the trees' best tile size at 32768 x 4096 and 65536 x 2048).
-/// docs/performance.md, "Tall tiles". On CPU cores only, the common default.
-int default_qr_nb(const Runtime& rt, int m, int n) {
-    if (rt.ncuda() == 0) return default_nb(rt);
-    if (n <= 0 || n > 4096 || m < 8 * static_cast<long long>(n)) return 4096;
-    return static_cast<long long>(m) * n <= (1LL << 27) ? m : 8192;
-}
-
 template <class T>
 int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const std::string& check_kind,
            const FileInputs<T>& in) {
@@ -84,8 +66,7 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const std::st
     const bool full = kind == checks::CheckKind::Full;
     Runtime rt;
     clock.lap("runtime start");
-    const int nb = o.nb > 0 ? o.nb : default_qr_nb(rt, m, n);
-    const int ib = o.ib > 0 ? std::min(o.ib, nb) : default_ib(nb, rt.ncuda());
+    const auto [nb, ib] = tile_sizes(Factorization::Qr, o, m, n, rt);
     Reporter out(parse_format(o.format), kColumns);
     nlohmann::ordered_json config = runtime_config(rt);
     config["op"] = op == Op::Geqrf ? "geqrf" : "gels";

@@ -151,7 +151,10 @@ RunResult run_once(const StudyOptions& o, const std::string& sched, const std::v
     RunResult r;
     r.starpu_sched = rt.scheduler();
     const int n = o.n;
-    const int nb = o.nb > 0 ? o.nb : o.op == "potrf" ? default_nb(rt) : rt.ncuda() > 0 ? 4096 : default_nb(rt);
+    // LU and QR in 4096 tiles with a GPU: the study compares schedulers on many tasks, where the
+    // command line's LU default would make an order up to 8192 one tile.
+    const int cholesky_nb = default_tile_sizes(Factorization::Cholesky, n, n, rt).nb;
+    const int nb = o.nb > 0 ? o.nb : o.op == "potrf" || rt.ncuda() == 0 ? cholesky_nb : 4096;
     const int ib = o.ib > 0 ? std::min(o.ib, nb) : rt.ncuda() > 0 ? std::min(nb, 512) : std::min(nb, 32);
     r.nb = nb;
     TileMatrix<T> tA(n, n, nb);

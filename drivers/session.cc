@@ -110,7 +110,12 @@ nlohmann::ordered_json runtime_config(const Runtime& rt) {
     return c;
 }
 
-int default_nb(const Runtime& rt) { return rt.ncuda() > 0 ? 1024 : 256; }
+TileSizes tile_sizes(Factorization f, const FactorOptions& o, int m, int n, const Runtime& rt) {
+    const TileSizes table = default_tile_sizes(f, m, n, rt);
+    const int nb = o.nb > 0 ? o.nb : table.nb;
+    if (f == Factorization::Cholesky) return {nb, nb};
+    return {nb, std::min(o.ib > 0 ? o.ib : table.ib, nb)};
+}
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());

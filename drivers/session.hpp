@@ -12,6 +12,7 @@
 #include "codelets/trace.hpp"
 #include "common/runtime.hpp"
 #include "drivers/report.hpp"
+#include "tile_algorithms/tile_sizes.hpp"
 
 namespace starfact::cli {
 
@@ -87,8 +88,10 @@ void check_problem_size(const char* option, long rows, long cols, int elem_size,
 /// The configuration in effect: StarPU version, scheduler, workers, GPUs, models.
 nlohmann::ordered_json runtime_config(const Runtime& rt);
 
-/// nb when the user gave 0: a size that suits the workers StarPU started.
-int default_nb(const Runtime& rt);
+/// --nb and --ib in effect for an m x n factorization: each one given (> 0) as given (ib at
+/// most nb), each one left at 0 from the library's table for the workers StarPU started
+/// (default_tile_sizes, tile_algorithms/tile_sizes.hpp); Cholesky's ib is its nb.
+TileSizes tile_sizes(Factorization f, const FactorOptions& o, int m, int n, const Runtime& rt);
 
 /// Median of a non-empty list.
 double median(std::vector<double> v);

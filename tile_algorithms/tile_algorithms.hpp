@@ -6,3 +6,4 @@
 #include "tile_algorithms/lu.hpp"
 #include "tile_algorithms/qr.hpp"
 #include "tile_algorithms/tile_matrix.hpp"
+#include "tile_algorithms/tile_sizes.hpp"

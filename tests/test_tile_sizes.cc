@@ -1,0 +1,79 @@
+// Default tile sizes (tile_algorithms/tile_sizes.hpp): CPU-only sizes, the measured model's
+// rows against the generic ones, the tall-skinny QR rule, ib never above nb, and the Runtime
+// overload agreeing with the GPU the Runtime drives.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <string>
+
+#include "test_support.hpp"
+#include "tile_algorithms/tile_sizes.hpp"
+
+namespace starfact::test {
+namespace {
+
+constexpr Factorization kAll[] = {Factorization::Cholesky, Factorization::Lu, Factorization::Qr};
+
+TEST(TileSizes, CpuOnly) {
+    for (Factorization f : kAll) {
+        const TileSizes t = default_tile_sizes(f, 4096, 4096, "");
+        EXPECT_EQ(t.nb, 256);
+        EXPECT_EQ(t.ib, f == Factorization::Cholesky ? 256 : 32);
+    }
+}
+
+TEST(TileSizes, EveryOrderGivesValidSizes) {
+    for (const char* gpu : {"NVIDIA H200", "NVIDIA H100 80GB HBM3", "Some Other GPU", ""})
+        for (Factorization f : kAll)
+            for (int n : {1, 100, 4096, 8191, 8192, 16384, 32768, 46000, 65536, 100000, INT_MAX / 2}) {
+                SCOPED_TRACE(std::string(gpu) + " n = " + std::to_string(n));
+                const TileSizes t = default_tile_sizes(f, n, n, gpu);
+                EXPECT_GE(t.nb, 1);
+                EXPECT_GE(t.ib, 1);
+                EXPECT_LE(t.ib, t.nb);
+                if (f == Factorization::Cholesky) {
+                    EXPECT_EQ(t.ib, t.nb);
+                }
+            }
+}
+
+TEST(TileSizes, UnknownGpusTakeTheGenericRows) {
+    for (Factorization f : kAll)
+        for (int n : {4096, 32768}) {
+            const TileSizes a = default_tile_sizes(f, n, n, "Some Other GPU");
+            const TileSizes b = default_tile_sizes(f, n, n, "NVIDIA A100-SXM4-80GB");
+            EXPECT_EQ(a.nb, b.nb);
+            EXPECT_EQ(a.ib, b.ib);
+        }
+}
+
+TEST(TileSizes, TallSkinnyQrIsOneTileColumn) {
+    // Up to 2^27 entries one tile of the whole matrix; beyond, 8192-row tiles.
+    TileSizes t = default_tile_sizes(Factorization::Qr, 131072, 1024, "NVIDIA H200");
+    EXPECT_EQ(t.nb, 131072);
+    EXPECT_EQ(t.ib, 256);
+    t = default_tile_sizes(Factorization::Qr, 1 << 20, 1024, "NVIDIA H200");
+    EXPECT_EQ(t.nb, 8192);
+    // Not tall enough: the square rule.
+    EXPECT_EQ(default_tile_sizes(Factorization::Qr, 4 * 4096, 4096, "NVIDIA H200").nb,
+              default_tile_sizes(Factorization::Qr, 4096, 4096, "NVIDIA H200").nb);
+}
+
+class TileSizesRuntime : public RuntimeTest {};
+
+TEST_F(TileSizesRuntime, FollowsTheRuntimesGpu) {
+    for (Factorization f : kAll) {
+        const TileSizes a = default_tile_sizes(f, 16384, 16384, runtime());
+        const TileSizes b = default_tile_sizes(f, 16384, 16384, runtime().ncuda() > 0 ? runtime().gpu_name() : "");
+        EXPECT_EQ(a.nb, b.nb);
+        EXPECT_EQ(a.ib, b.ib);
+    }
+    if (runtime().ncuda() == 0) {
+        EXPECT_EQ(runtime().gpu_name(), "");
+    } else {
+        EXPECT_FALSE(runtime().gpu_name().empty());
+    }
+}
+
+}  // namespace
+}  // namespace starfact::test
