@@ -79,6 +79,14 @@ Runtime::Runtime(const RuntimeOptions& options) {
     std::string sched = options.sched;
     if (sched.empty() && !env_set("STARPU_SCHED") && options.ncuda != 0 && visible_cuda_devices() > 0) sched = "dmdas";
     if (!sched.empty()) conf.sched_policy_name = sched.c_str();
+    // With a GPU, one core is left to the thread that submits the tasks (StarPU's
+    // reserve_ncpus): StarPU's workers poll while idle, and a submitting thread that shares a
+    // core with one of them starts the GPU's tasks late (docs/design.md, "A core for the
+    // submitting thread"). Whoever sets the CPU count, or a reservation, decides instead.
+    if (options.ncpu < 0 && !env_set("STARPU_NCPU") && !env_set("STARPU_NCPUS") && !env_set("STARPU_RESERVE_NCPU") &&
+        !env_set("STARPU_MAIN_THREAD_BIND") && options.ncuda != 0 &&
+        !(env_set("STARPU_NCUDA") && std::atoi(std::getenv("STARPU_NCUDA")) == 0) && visible_cuda_devices() > 0)
+        conf.reserve_ncpus = 1;
     if (!env_set("STARPU_NWORKER_PER_CUDA") && options.workers_per_gpu > 0)
         setenv("STARPU_NWORKER_PER_CUDA", std::to_string(options.workers_per_gpu).c_str(), 0);
     // CPU workers each run single-threaded BLAS; StarPU provides the parallelism.
@@ -157,6 +165,15 @@ std::vector<std::string> Runtime::gpus() const {
     for (const auto& [dev, d] : devices) out.push_back(fmt::format("{}: {}, {} workers", dev, d.first, d.second));
 #endif
     return out;
+}
+
+std::string Runtime::gpu_name() const {
+#ifdef STARFACT_HAVE_CUDA
+    int w = -1;
+    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &w, 1) == 1)
+        if (const cudaDeviceProp* p = starpu_cuda_get_device_properties(static_cast<unsigned>(w))) return p->name;
+#endif
+    return "";
 }
 
 std::string Runtime::perfmodel_dir() {
