@@ -49,8 +49,8 @@ double predicted_us(starpu_task* task, starpu_perfmodel_arch* arch, const Rates&
 bool decide(starpu_task* task, unsigned cpu_worker) {
     const double limit = Runtime::cpu_max_slowdown();
     if (std::isinf(limit)) return true;
-    int cuda_worker = -1;
-    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &cuda_worker, 1) < 1) return true;
+    const int cuda_worker = starpu_worker_get_by_type(STARPU_CUDA_WORKER, 0);
+    if (cuda_worker < 0) return true;
     starpu_perfmodel_arch* cpu_arch =
         starpu_worker_get_perf_archtype(static_cast<int>(cpu_worker), STARPU_NMAX_SCHED_CTXS);
     starpu_perfmodel_arch* gpu_arch = starpu_worker_get_perf_archtype(cuda_worker, STARPU_NMAX_SCHED_CTXS);

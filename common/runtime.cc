@@ -169,8 +169,8 @@ std::vector<std::string> Runtime::gpus() const {
 
 std::string Runtime::gpu_name() const {
 #ifdef STARFACT_HAVE_CUDA
-    int w = -1;
-    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &w, 1) == 1)
+    const int w = starpu_worker_get_by_type(STARPU_CUDA_WORKER, 0);
+    if (w >= 0)
         if (const cudaDeviceProp* p = starpu_cuda_get_device_properties(static_cast<unsigned>(w))) return p->name;
 #endif
     return "";

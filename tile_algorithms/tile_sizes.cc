@@ -62,7 +62,9 @@ TileSizes default_tile_sizes(Factorization f, int m, int n, const std::string& g
 }
 
 TileSizes default_tile_sizes(Factorization f, int m, int n, const Runtime& rt) {
-    return default_tile_sizes(f, m, n, rt.ncuda() > 0 ? rt.gpu_name() : std::string());
+    if (rt.ncuda() == 0) return default_tile_sizes(f, m, n, std::string());
+    const std::string name = rt.gpu_name();
+    return default_tile_sizes(f, m, n, name.empty() ? std::string("unnamed GPU") : name);  // generic rows
 }
 
 }  // namespace starfact
