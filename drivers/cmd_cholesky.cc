@@ -83,8 +83,7 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
         mirror_triangle(uplo, n, A.data(), ld);
     else
         matgen::spd(n, seed, A.data(), ld);
-    HostArray<T> B = in.has_b() ? copy_of(in.B.data(), n, nrhs, ld) : HostArray<T>(static_cast<std::int64_t>(ld) * nrhs);
-    if (!in.has_b()) matgen::uniform(n, nrhs, seed + 1, B.data(), ld);
+    HostArray<T> B = file_or_uniform(in.B, n, nrhs, seed + 1);
     clock.lap("generate");
     TileMatrix<T> tA = pending_a.get(), tB = pending_b.get();
     clock.lap("allocate tiles (after the generation)");

@@ -92,11 +92,8 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const std::st
     // generated (pinning tens of GiB takes seconds); every iteration refills them from A.
     auto pending_a = allocate_tiles<T>(m, n, nb);
     auto pending_b = allocate_tiles<T>(m, nrhs, nb);
-    HostArray<T> A = in.has_a() ? copy_of(in.A.data(), m, n, lda) : HostArray<T>(static_cast<std::int64_t>(lda) * n);
-    if (!in.has_a()) matgen::uniform(m, n, seed, A.data(), lda);
-    HostArray<T> B =
-        in.has_b() ? copy_of(in.B.data(), m, nrhs, lda) : HostArray<T>(static_cast<std::int64_t>(lda) * nrhs);
-    if (!in.has_b()) matgen::uniform(m, nrhs, seed + 1, B.data(), lda);
+    HostArray<T> A = file_or_uniform(in.A, m, n, seed);
+    HostArray<T> B = file_or_uniform(in.B, m, nrhs, seed + 1);
     clock.lap("generate");
     TileMatrix<T> tA = pending_a.get(), tB = pending_b.get();
     clock.lap("allocate tiles (after the generation)");

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/matgen.hpp"
 #include "common/parallel.hpp"
 
 namespace starfact::cli {
@@ -174,6 +175,17 @@ template class HostArray<float>;
 template class HostArray<double>;
 template void parallel_copy<float>(const float*, std::int64_t, float*);
 template void parallel_copy<double>(const double*, std::int64_t, double*);
+template <class T>
+HostArray<T> file_or_uniform(const std::vector<T>& file, int rows, int cols, std::uint64_t seed) {
+    const int ld = std::max(1, rows);
+    if (!file.empty()) return copy_of(file.data(), rows, cols, ld);
+    HostArray<T> A(static_cast<std::int64_t>(ld) * cols);
+    matgen::uniform(rows, cols, seed, A.data(), ld);
+    return A;
+}
+
+template HostArray<float> file_or_uniform<float>(const std::vector<float>&, int, int, std::uint64_t);
+template HostArray<double> file_or_uniform<double>(const std::vector<double>&, int, int, std::uint64_t);
 template HostArray<float> copy_of<float>(const float*, int, int, int);
 template HostArray<double> copy_of<double>(const double*, int, int, int);
 template void fill_tiles<float>(TileMatrix<float>&, const float*, int);

@@ -11,6 +11,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/checks.hpp"
 #include "tile_algorithms/tile_matrix.hpp"
@@ -41,6 +42,12 @@ void parallel_copy(const T* src, std::int64_t count, T* dst);
 /// max(1, rows), copied on every core.
 template <class T>
 HostArray<T> copy_of(const T* A, int rows, int cols, int lda);
+
+/// A file's matrix (`file`: column-major, leading dimension max(1, rows)) copied on every core,
+/// or, when `file` is empty, matgen::uniform(rows, cols, seed) generated on every core; leading
+/// dimension max(1, rows) either way.
+template <class T>
+HostArray<T> file_or_uniform(const std::vector<T>& file, int rows, int cols, std::uint64_t seed);
 
 /// Copies the column-major A (lda >= max(1, t.m())) into every tile of t, all of A's columns
 /// spread over every core (TileMatrix::from_lapack gives one tile column to a thread, which
