@@ -47,6 +47,16 @@ const std::vector<std::string> kColumns = {
     "solve_time_s", "refine_steps", "ratio_after_refine", "backward_error_after_refine", "refine_time_s",
     "ratio_after_refine_x", "backward_error_after_refine_x", "refine_time_x_s", "berr_history", "berr_history_x",
     "info", "status"};
+/// The --csv file has kColumns and then the study's configuration (runtime_config, the study, its
+/// command, date, host; the study's seed as `study_seed`, since `seed` is the matrix's), repeated in
+/// every row: a plain CSV file, header on the first line and no comment lines, that still says how
+/// it was made.
+nlohmann::ordered_json csv_config_columns(const nlohmann::ordered_json& config) {
+    nlohmann::ordered_json c = nlohmann::ordered_json::object();
+    for (auto it = config.begin(); it != config.end(); ++it) c[it.key() == "seed" ? "study_seed" : it.key()] = *it;
+    return c;
+}
+
 /// What the table on the terminal shows.
 const std::vector<std::string> kTableColumns = {
     "N", "t", "nb", "prec", "kind", "matrix", "ratio", "ratio_exact", "backward_error", "growth", "growth_pp",
@@ -133,8 +143,8 @@ nlohmann::ordered_json history(const accuracy::Refinement& r) {
 }
 
 template <class T>
-int run_study(const AccuracyOptions& o, Runtime& rt, Reporter& out, Reporter* csv, const std::string& prec,
-              std::uint64_t seed) {
+int run_study(const AccuracyOptions& o, Runtime& rt, Reporter& out, Reporter* csv,
+              const nlohmann::ordered_json& csv_config, const std::string& prec, std::uint64_t seed) {
     int failed = 0;
     for (const std::string& kind_name : o.kinds) {
         const accuracy::MatrixKind kind = accuracy::parse_matrix_kind(kind_name);
@@ -201,7 +211,11 @@ int run_study(const AccuracyOptions& o, Runtime& rt, Reporter& out, Reporter* cs
                         {"ncpu", rt.ncpu()},
                         {"ncuda", rt.ncuda()}};
                     out.row(row);
-                    if (csv) csv->row(row);
+                    if (csv) {
+                        nlohmann::ordered_json csv_row = row;
+                        csv_row.update(csv_config);
+                        csv->row(csv_row);
+                    }
                 }
             }
         }
@@ -226,14 +240,16 @@ int run_accuracy(const AccuracyOptions& o) {
     Reporter out(format, format == Format::Table ? kTableColumns : kColumns);
     out.header(config);
     std::unique_ptr<Reporter> csv;
+    const nlohmann::ordered_json csv_config = csv_config_columns(config);
     if (file.get()) {
-        csv = std::make_unique<Reporter>(Format::Csv, kColumns, file.get());
-        csv->header(config);
+        std::vector<std::string> columns = kColumns;
+        for (auto it = csv_config.begin(); it != csv_config.end(); ++it) columns.push_back(it.key());
+        csv = std::make_unique<Reporter>(Format::Csv, columns, file.get());
     }
     int failed = 0;
     for (const std::string& prec : o.precs)
-        failed += prec == "s" ? run_study<float>(o, rt, out, csv.get(), prec, seed)
-                              : run_study<double>(o, rt, out, csv.get(), prec, seed);
+        failed += prec == "s" ? run_study<float>(o, rt, out, csv.get(), csv_config, prec, seed)
+                              : run_study<double>(o, rt, out, csv.get(), csv_config, prec, seed);
     csv.reset();
     file.commit();
     return std::min(failed, 100);
@@ -280,7 +296,9 @@ void add_accuracy_command(CLI::App& app, Run& run) {
     cmd->add_option("--seed", o->seed, "Random seed of the study (0: random, printed)")
         ->check(no_minus_sign())
         ->capture_default_str();
-    cmd->add_option("--csv", o->csv, "Also write every column to this CSV file (renamed into place when complete)");
+    cmd->add_option("--csv", o->csv,
+                    "Also write every column to this CSV file, the configuration and command as columns too\n"
+                    "(plain CSV: the header first, no comment lines; renamed into place when complete)");
     cmd->add_option("--format", o->format, "Output on the terminal: table (main columns), csv or json (every column)")
         ->check(CLI::IsMember({"table", "csv", "json"}))
         ->capture_default_str();

@@ -9,6 +9,15 @@ namespace starfact::cli {
 namespace {
 // Table columns are at least 12 wide and always one wider than their name.
 std::size_t width(const std::string& column) { return std::max<std::size_t>(12, column.size() + 1); }
+
+// A CSV field as RFC 4180 writes it: quoted, with its quotes doubled, when it holds a comma, a quote or
+// a line break (a command line in a cell, say); as it is otherwise.
+std::string csv_field(const std::string& v) {
+    if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+    std::string q = "\"";
+    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
 }  // namespace
 
 Reporter::Reporter(Format format, std::vector<std::string> columns, std::FILE* out)
@@ -57,7 +66,8 @@ void Reporter::row(const nlohmann::ordered_json& values) {
     }
     std::string line;
     for (const auto& c : columns_) {
-        const std::string v = values.contains(c) ? cell(values.at(c)) : "-";
+        std::string v = values.contains(c) ? cell(values.at(c)) : "-";
+        if (csv) v = csv_field(v);
         line += csv ? (line.empty() ? v : "," + v) : fmt::format("{:>{}}", v, width(c));
     }
     fmt::print(out_, "{}\n", line);

@@ -18,7 +18,8 @@ public:
     /// The configuration in effect: "# key: value" lines (table, CSV) or one JSON object
     /// with "record": "config".
     void header(const nlohmann::ordered_json& config);
-    /// One result: a table line, a CSV line or one JSON object with "record": "result".
+    /// One result: a table line, a CSV line (fields quoted as RFC 4180 does when they hold a comma,
+    /// a quote or a line break) or one JSON object with "record": "result".
     void row(const nlohmann::ordered_json& values);
 
 private:

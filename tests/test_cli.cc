@@ -420,6 +420,26 @@ std::vector<std::string> split(const std::string& line, char sep) {
     return cells;
 }
 
+// One line of RFC 4180 CSV: fields split at commas outside quotes, quotes removed, "" read as ".
+std::vector<std::string> csv_fields(const std::string& line) {
+    std::vector<std::string> cells(1);
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+            cells.back() += '"';
+            ++i;
+        } else if (c == '"') {
+            quoted = !quoted;
+        } else if (c == ',' && !quoted) {
+            cells.emplace_back();
+        } else {
+            cells.back() += c;
+        }
+    }
+    return cells;
+}
+
 TEST_F(Cli, AccuracySmallSweepCsvHasEveryColumnForEveryPoint) {
     TempDir dir("starfact-acc-");
     const std::string csv = dir.path() + "/acc.csv";
@@ -431,24 +451,52 @@ TEST_F(Cli, AccuracySmallSweepCsvHasEveryColumnForEveryPoint) {
                 {"STARPU_NCUDA=0"}, std::chrono::seconds(240));
     ASSERT_TRUE(r.exited && r.code == 0) << describe(r);
     EXPECT_FALSE(fs::exists(csv + ".partial")) << "the partial file is renamed into place";
+    // Plain CSV: the header is the first line, no comment lines; the study's configuration and
+    // command are columns after the data columns, the same in every row.
+    const std::vector<std::string> config_columns = {"starpu", "sched",   "ncpu", "ncuda", "study",
+                                                     "command", "date", "host", "study_seed"};
+    const std::string study_seed = std::to_string(seed() | 1);
+    std::map<std::string, std::string> first_config;
     std::istringstream lines(slurp(csv));
     std::string line;
     std::vector<std::string> columns;
     int rows = 0;
     std::map<std::string, int> points;
     while (std::getline(lines, line)) {
-        if (line.empty() || line[0] == '#') continue;
+        ASSERT_FALSE(line.empty()) << "a blank line in the CSV file";
+        ASSERT_NE(line[0], '#') << "a comment line in the CSV file: " << line;
         if (columns.empty()) {
-            columns = split(line, ',');
+            columns = csv_fields(line);
+            ASSERT_FALSE(columns.empty());
+            EXPECT_EQ(columns[0], "N") << "the first line is the header: " << line;
+            for (const auto& c : config_columns)
+                EXPECT_NE(std::find(columns.begin(), columns.end(), c), columns.end()) << "no column " << c;
             continue;
         }
-        const std::vector<std::string> cells = split(line, ',');
+        const std::vector<std::string> cells = csv_fields(line);
         ASSERT_EQ(cells.size(), columns.size()) << line;
         std::map<std::string, std::string> row;
         for (std::size_t c = 0; c < cells.size(); ++c) {
-            EXPECT_FALSE(cells[c].empty() || cells[c] == "-") << "column " << columns[c] << " empty in " << line;
+            const bool config = columns[c] == "gpus" ||
+                                std::find(config_columns.begin(), config_columns.end(), columns[c]) != config_columns.end();
+            if (columns[c] != "gpus") {  // empty without a GPU
+                EXPECT_FALSE(cells[c].empty() || cells[c] == "-") << "column " << columns[c] << " empty in " << line;
+            }
             row[columns[c]] = cells[c];
+            if (config) {
+                if (rows == 0) {
+                    first_config[columns[c]] = cells[c];
+                }
+                EXPECT_EQ(cells[c], first_config[columns[c]]) << "column " << columns[c] << " differs between rows";
+            }
         }
+        EXPECT_EQ(row["study"], "accuracy");
+        EXPECT_EQ(row["study_seed"], study_seed);
+        EXPECT_EQ(row["ncuda"], "0");
+        EXPECT_EQ(row["command"].rfind("starfact accuracy --orders 64,101 --tiles 1,3,8 --prec d,s", 0), 0u)
+            << row["command"];
+        EXPECT_NE(row["command"].find("--seed " + study_seed), std::string::npos) << row["command"];
+        EXPECT_EQ(row["date"].size(), 20u) << "YYYY-MM-DDTHH:MM:SSZ: " << row["date"];
         ++rows;
         ++points[row["N"] + "/" + row["t"] + "/" + row["prec"] + "/" + row["kind"]];
         EXPECT_EQ(row["status"], "ok") << line;
