@@ -245,6 +245,11 @@ std::vector<T> copy_matrix(Index m, Index n, const T* A, Index lda) {
 }
 }  // namespace
 
+template <class T>
+std::vector<double> probe_x(std::int64_t n, unsigned long long seed) {
+    return widen(probe_vector<T>(n, seed));
+}
+
 bool passes(double ratio) { return std::isfinite(ratio) && ratio >= 0.0 && ratio < kThreshold; }
 
 CheckKind check_kind(long long m, long long n) {
@@ -478,6 +483,8 @@ double lapack_ls_residual(int m, int n, int nrhs, const T* A, int lda, const T* 
 
 template double potrf_residual<float>(char, int, const float*, int, const float*, int);
 template double solve_residual<float>(int, int, const float*, int, const float*, int, const float*, int);
+template std::vector<double> probe_x<float>(std::int64_t, unsigned long long);
+template std::vector<double> probe_x<double>(std::int64_t, unsigned long long);
 template double potrf_probe_residual<float>(char, int, const float*, int, const float*, int, unsigned long long);
 template double lu_probe_residual<float>(int, int, const float*, int, const float*, int, const LuForward<float>&,
                                          unsigned long long);

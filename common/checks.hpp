@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace starfact::checks {
 
@@ -44,6 +45,12 @@ CheckKind check_kind(long long m, long long n);
 
 /// "full" or "probe".
 const char* check_kind_name(CheckKind kind);
+
+/// The probes' random vector x (n entries of random sign and magnitude in [0.5, 1), rounded to
+/// T, returned in double): the x every probe below draws from `seed`, for probes computed
+/// elsewhere (tile_algorithms/tile_host.hpp) to use the same one.
+template <class T>
+std::vector<double> probe_x(std::int64_t n, unsigned long long seed);
 
 /// An O(n^2) probe of the Cholesky residual for large n: with a random x,
 /// ||A x - L (L^T x)||_inf / (||A||_inf ||x||_inf n eps) (uplo 'L'; U^T (U x) for 'U').

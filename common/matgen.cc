@@ -95,6 +95,34 @@ void spd(int n, std::uint64_t seed, T* A, int lda) {
 }
 
 template <class T>
+void uniform_block(std::uint64_t seed, int i0, int j0, int rows, int cols, T* B, int ldb) {
+    const std::uint64_t ms = mix(seed);
+    for (int c = 0; c < cols; ++c) {
+        T* col = B + static_cast<std::int64_t>(c) * ldb;
+        for (int r = 0; r < rows; ++r) col[r] = static_cast<T>(entry_mixed(ms, i0 + r, j0 + c));
+    }
+}
+
+template <class T>
+void spd_block(int n, std::uint64_t seed, int i0, int j0, int rows, int cols, T* B, int ldb) {
+    const std::uint64_t ms = mix(seed);
+    const T shift = static_cast<T>(2 * static_cast<std::int64_t>(n) + 1);
+    for (int c = 0; c < cols; ++c) {
+        const int j = j0 + c;
+        T* col = B + static_cast<std::int64_t>(c) * ldb;
+        for (int r = 0; r < rows; ++r) {
+            const int i = i0 + r;
+            // spd rounds the sum of the lower entry's pair once, in the same order for both
+            // triangles: (i, j) with i >= j takes entry(i, j) + entry(j, i); the mirror the same.
+            const int lo = std::max(i, j), hi = std::min(i, j);
+            T v = static_cast<T>(entry_mixed(ms, lo, hi) + entry_mixed(ms, hi, lo));
+            if (i == j) v += shift;
+            col[r] = v;
+        }
+    }
+}
+
+template <class T>
 void spd_failing_at(int n, int k, std::uint64_t seed, T* A, int lda) {
     // L unit lower with entries of size 1/n keeps L D L^T well conditioned.
     std::vector<T> L(static_cast<std::size_t>(n) * n, T(0));
@@ -119,6 +147,10 @@ template void uniform<float>(int, int, std::uint64_t, float*, int);
 template void uniform<double>(int, int, std::uint64_t, double*, int);
 template void spd<float>(int, std::uint64_t, float*, int);
 template void spd<double>(int, std::uint64_t, double*, int);
+template void uniform_block<float>(std::uint64_t, int, int, int, int, float*, int);
+template void uniform_block<double>(std::uint64_t, int, int, int, int, double*, int);
+template void spd_block<float>(int, std::uint64_t, int, int, int, int, float*, int);
+template void spd_block<double>(int, std::uint64_t, int, int, int, int, double*, int);
 template void spd_failing_at<float>(int, int, std::uint64_t, float*, int);
 template void spd_failing_at<double>(int, int, std::uint64_t, double*, int);
 

@@ -16,6 +16,17 @@ void uniform(int m, int n, std::uint64_t seed, T* A, int lda);
 template <class T>
 void spd(int n, std::uint64_t seed, T* A, int lda);
 
+/// The rows x cols block of uniform(., ., seed) at (i0, j0) into B (leading dimension ldb):
+/// the same bits as the whole matrix holds there. One thread; callers spread blocks over cores,
+/// e.g. to generate a matrix straight into its tiles without a column-major copy.
+template <class T>
+void uniform_block(std::uint64_t seed, int i0, int j0, int rows, int cols, T* B, int ldb);
+
+/// The rows x cols block of spd(n, seed) at (i0, j0) into B (leading dimension ldb), the same
+/// bits as spd writes there (each entry costs two hashes here, one in spd). One thread.
+template <class T>
+void spd_block(int n, std::uint64_t seed, int i0, int j0, int rows, int cols, T* B, int ldb);
+
 /// A symmetric matrix whose leading minors 1..k-1 are positive and minor k is negative, so
 /// Cholesky fails with info = k exactly (1 <= k <= n). Built as L D L^T with L unit lower
 /// triangular with small random entries and D = diag(1 + u_i) except D(k-1) = -1.

@@ -18,6 +18,7 @@
 #include "drivers/run_support.hpp"
 #include "drivers/session.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
+#include "tile_algorithms/tile_host.hpp"
 
 namespace starfact::cli {
 namespace {
@@ -76,13 +77,21 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
 
     // The tiles are allocated once for all the iterations, on another thread while A is
     // generated (pinning tens of GiB takes seconds); every iteration refills them from A.
+    // A generated matrix is not held unless the full check needs it: every iteration generates
+    // it into the tiles again, and the probe regenerates the blocks it reads, so that the tiles
+    // are the only n^2 copy (n = 100000 in double is 80 GB).
     auto pending_a = allocate_tiles<T>(n, n, nb);
     auto pending_b = allocate_tiles<T>(n, nrhs, nb);
-    HostArray<T> A = in.has_a() ? copy_of(in.A.data(), n, n, ld) : HostArray<T>(static_cast<std::int64_t>(ld) * n);
-    if (in.has_a())
+    const bool held = in.has_a() || (o.check && op == Op::Potrf && kind == checks::CheckKind::Full);
+    HostArray<T> A;
+    if (in.has_a()) {
+        A = copy_of(in.A.data(), n, n, ld);
         mirror_triangle(uplo, n, A.data(), ld);
-    else
+    } else if (held) {
+        A = HostArray<T>(static_cast<std::int64_t>(ld) * n);
         matgen::spd(n, seed, A.data(), ld);
+    }
+    const BlockSource<T> source = held ? held_source<T>(A.data(), ld) : spd_source<T>(n, seed);
     HostArray<T> B = file_or_uniform(in.B, n, nrhs, seed + 1);
     clock.lap("generate");
     TileMatrix<T> tA = pending_a.get(), tB = pending_b.get();
@@ -94,7 +103,7 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
     std::vector<double> times;
     TraceRecorder trace(o);
     for (int it = 1; it <= o.niter; ++it) {
-        fill_tiles(tA, A.data(), ld);
+        fill_tiles_from(tA, source);
         fill_tiles(tB, B.data(), ld);
         clock.lap("fill tiles");
         trace.start(it, tA, tB);
@@ -117,17 +126,17 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
         }
         if (o.check && it == o.niter && info == 0) {
             double res;
-            if (op == Op::Potrf) {
+            if (op == Op::Potrf && kind == checks::CheckKind::Full) {
                 HostArray<T> F(A.size());
                 read_tiles(tA, F.data(), ld);
-                res = kind == checks::CheckKind::Full
-                          ? checks::potrf_residual(uplo, n, A.data(), ld, F.data(), ld)
-                          : checks::potrf_probe_residual(uplo, n, A.data(), ld, F.data(), ld, seed + 2);
+                res = checks::potrf_residual(uplo, n, A.data(), ld, F.data(), ld);
+            } else if (op == Op::Potrf) {
+                res = potrf_probe_residual_tiles(uplo, tA, source, seed + 2);  // the factor where it lies
             } else {
                 // The backward error costs O(n^2 nrhs) either way.
                 HostArray<T> X(B.size());
                 read_tiles(tB, X.data(), ld);
-                res = checks::solve_residual(n, nrhs, A.data(), ld, X.data(), ld, B.data(), ld);
+                res = solve_residual_source(n, nrhs, nb, source, X.data(), ld, B.data(), ld);
             }
             r["residual"] = res;
             r["check"] = checks::check_kind_name(kind);
@@ -161,9 +170,11 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
 template <class T>
 int start_cholesky(Op op, FactorOptions& o, const std::string& check_kind) {
     const FileInputs<T> in = load_file_inputs<T>(o, Shape::Square, op == Op::Posv ? FileUse::Solve : FileUse::Matrix);
-    // A and the tiles; potrf's check adds the factor (probe) and two work matrices (full).
-    const bool full = resolve_check_kind(check_kind, o.n, o.n) == checks::CheckKind::Full;
-    const int copies = !o.check || op == Op::Posv ? 2 : full ? 5 : 3;
+    // The tiles, and A when it is held (a file's, or for the full check, which adds the
+    // factor and two work matrices).
+    const checks::CheckKind kind = resolve_check_kind(check_kind, o.n, o.n);
+    const bool full = o.check && op == Op::Potrf && kind == checks::CheckKind::Full;
+    const int copies = full ? 5 : in.has_a() ? 2 : 1;
     check_problem_size("-n", o.n, o.n, o.prec == "s" ? 4 : 8, copies);
     if (op == Op::Posv) check_problem_size("--nrhs", o.n, o.nrhs, o.prec == "s" ? 4 : 8, 3);
     return run_cholesky<T>(op, o, check_kind, in);

@@ -17,6 +17,7 @@
 #include "drivers/run_support.hpp"
 #include "drivers/session.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
+#include "tile_algorithms/tile_host.hpp"
 
 namespace starfact::cli {
 namespace {
@@ -64,7 +65,12 @@ int run_lu(Op op, const FactorOptions& o, const std::string& check_kind, const F
     // generated (pinning tens of GiB takes seconds); every iteration refills them from A.
     auto pending_a = allocate_tiles<T>(m, n, nb);
     auto pending_b = allocate_tiles<T>(m, nrhs, nb);
-    HostArray<T> A = file_or_uniform(in.A, m, n, seed);
+    // A generated matrix is held only for the checks that need it explicitly (the full ones,
+    // and the tall probe); otherwise every iteration generates it into the tiles again and the
+    // square probe regenerates the blocks it reads: the tiles are the only m x n copy.
+    const bool held = in.has_a() || (o.check && (full || m != n));
+    const HostArray<T> A = held ? file_or_uniform(in.A, m, n, seed) : HostArray<T>();
+    const BlockSource<T> source = held ? held_source<T>(A.data(), lda) : uniform_source<T>(seed);
     HostArray<T> B = file_or_uniform(in.B, m, nrhs, seed + 1);
     clock.lap("generate");
     TileMatrix<T> tA = pending_a.get(), tB = pending_b.get();
@@ -77,7 +83,7 @@ int run_lu(Op op, const FactorOptions& o, const std::string& check_kind, const F
     std::vector<double> times;
     TraceRecorder trace(o);
     for (int it = 1; it <= o.niter; ++it) {
-        fill_tiles(tA, A.data(), lda);
+        fill_tiles_from(tA, source);
         fill_tiles(tB, B.data(), lda);
         LuFactors<T> F(tA, ib, trtri);
         clock.lap("fill tiles");
@@ -104,41 +110,43 @@ int run_lu(Op op, const FactorOptions& o, const std::string& check_kind, const F
             write_solution(o, n, nrhs, X.data(), lda);
         }
         if (o.check && it == o.niter && info == 0) {
-            HostArray<T> Fa(A.size());
-            read_tiles(tA, Fa.data(), lda);
-            r["growth"] = checks::growth_factor(m, n, A.data(), lda, Fa.data(), lda);
+            r["growth"] = growth_factor_tiles(tA, source);
             double res;
-            if (m != n && !full) {
-                // L~^{-1} P~ (A x) against [U; 0] x: the transformations applied to one vector.
-                // Square matrices keep the solve's backward error below, already O(n^2): the
-                // transformation residual grows with tile LU's growth factor and, with the
-                // trtri variant, with the inverted L blocks' norms (docs/accuracy.md), where the
-                // backward error does not.
-                TileMatrix<T> v(m, 1, nb);
-                const checks::LuForward<T> forward = [&](T* x) {
-                    fill_tiles(v, x, lda);
-                    lu_apply_forward(tA, F, v);
-                    read_tiles(v, x, lda);
-                };
-                res = checks::lu_probe_residual(m, n, A.data(), lda, Fa.data(), lda, forward, seed + 2);
-            } else if (m == n) {
+            if (m == n) {
+                // The solve's backward error with a random b: already O(n^2), so the probe keeps
+                // it (A x regenerated block by block when A is not held). The transformation
+                // residual grows with tile LU's growth factor and, with the trtri variant, with
+                // the inverted L blocks' norms (docs/accuracy.md), where the backward error does not.
                 if (op == Op::Getrf) getrs(tA, F, tB);  // the check solves with a random b
                 HostArray<T> X(B.size());
                 read_tiles(tB, X.data(), lda);
-                res = checks::solve_residual(n, nrhs, A.data(), lda, X.data(), lda, B.data(), lda);
+                res = solve_residual_source(n, nrhs, nb, source, X.data(), lda, B.data(), lda);
                 if (full) {
                     const auto ref = checks::lapack_lu_reference(n, nrhs, A.data(), lda, B.data(), lda);
                     r["residual_lapack"] = ref.backward_error;
                     r["growth_pp"] = ref.growth;
                 }
             } else {
-                // Tall: apply the factorization's transformations to the original A; U over zeros.
-                TileMatrix<T> G(m, n, nb);
-                fill_tiles(G, A.data(), lda);
-                lu_apply_forward(tA, F, G);
-                HostArray<T> Ga(A.size());
-                read_tiles(G, Ga.data(), lda);
-                res = checks::lu_transform_residual(m, n, A.data(), lda, Ga.data(), lda, Fa.data(), lda);
+                HostArray<T> Fa(A.size());
+                read_tiles(tA, Fa.data(), lda);
+                if (!full) {
+                    // L~^{-1} P~ (A x) against [U; 0] x: the transformations applied to one vector.
+                    TileMatrix<T> v(m, 1, nb);
+                    const checks::LuForward<T> forward = [&](T* x) {
+                        fill_tiles(v, x, lda);
+                        lu_apply_forward(tA, F, v);
+                        read_tiles(v, x, lda);
+                    };
+                    res = checks::lu_probe_residual(m, n, A.data(), lda, Fa.data(), lda, forward, seed + 2);
+                } else {
+                    // The factorization's transformations applied to the original A; U over zeros.
+                    TileMatrix<T> G(m, n, nb);
+                    fill_tiles(G, A.data(), lda);
+                    lu_apply_forward(tA, F, G);
+                    HostArray<T> Ga(A.size());
+                    read_tiles(G, Ga.data(), lda);
+                    res = checks::lu_transform_residual(m, n, A.data(), lda, Ga.data(), lda, Fa.data(), lda);
+                }
             }
             r["residual"] = res;
             r["check"] = checks::check_kind_name(kind);
@@ -181,7 +189,8 @@ int start_lu(Op op, FactorOptions& o, const std::string& check_kind) {
     // A and the tiles; the check adds the factor (probe), LAPACK's copy or the transformed A
     // and its tiles (full).
     const bool full = resolve_check_kind(check_kind, m, o.n) == checks::CheckKind::Full;
-    check_problem_size("-n", m, o.n, elem, !o.check ? 2 : full ? 5 : 3);
+    const int copies = !o.check ? (in.has_a() ? 2 : 1) : full ? 5 : m != o.n ? 3 : in.has_a() ? 2 : 1;
+    check_problem_size("-n", m, o.n, elem, copies);
     if (op == Op::Gesv) check_problem_size("--nrhs", o.n, o.nrhs, elem, 3);
     return run_lu<T>(op, o, check_kind, in);
 }

@@ -22,55 +22,10 @@ constexpr std::int64_t kSerialElements = std::int64_t(1) << 18;
 
 unsigned threads_for(std::int64_t elements) { return elements < kSerialElements ? 1u : 0u; }
 
-/// Every tile of t acquired in `mode` on main memory, with where it lies there; releases them
-/// all when destroyed. For reading, every tile's transfer to main memory is started before the
-/// first acquisition waits, so that the transfers overlap.
-template <class T>
-class AcquiredTiles {
-public:
-    AcquiredTiles(const TileMatrix<T>& t, starpu_data_access_mode mode) : t_(t) {
-        const std::size_t count = static_cast<std::size_t>(t.mt()) * t.nt();
-        if (mode & STARPU_R)
-            for (int j = 0; j < t.nt(); ++j)
-                for (int i = 0; i < t.mt(); ++i) starpu_data_fetch_on_node(t(i, j), STARPU_MAIN_RAM, 1);
-        ptr_.reserve(count);
-        ld_.reserve(count);
-        for (int j = 0; j < t.nt(); ++j)
-            for (int i = 0; i < t.mt(); ++i) {
-                starpu_data_handle_t h = t(i, j);
-                if (starpu_data_acquire(h, mode) != 0) {
-                    release();
-                    throw RuntimeError(fmt::format("cannot acquire tile ({}, {}) in main memory", i, j));
-                }
-                ptr_.push_back(reinterpret_cast<T*>(starpu_matrix_get_local_ptr(h)));
-                ld_.push_back(static_cast<std::int64_t>(starpu_matrix_get_local_ld(h)));
-            }
-    }
-    ~AcquiredTiles() { release(); }
-    AcquiredTiles(const AcquiredTiles&) = delete;
-    AcquiredTiles& operator=(const AcquiredTiles&) = delete;
-
-    /// Column c (0 <= c < tile_n(j)) of tile (i, j) in main memory.
-    T* column(int i, int j, int c) const {
-        const std::size_t k = static_cast<std::size_t>(j) * t_.mt() + i;
-        return ptr_[k] + c * ld_[k];
-    }
-
-private:
-    void release() noexcept {
-        for (std::size_t k = 0; k < ptr_.size(); ++k)
-            starpu_data_release(t_(static_cast<int>(k % t_.mt()), static_cast<int>(k / t_.mt())));
-        ptr_.clear();
-    }
-    const TileMatrix<T>& t_;
-    std::vector<T*> ptr_;
-    std::vector<std::int64_t> ld_;
-};
-
 /// Copies between the column-major A and the acquired tiles of t, one matrix column per step,
 /// every core taking columns: each step reads or writes one contiguous column of A.
 template <class T>
-void copy_columns(const TileMatrix<T>& t, const AcquiredTiles<T>& tiles, T* A, int lda, bool into_tiles) {
+void copy_columns(const TileMatrix<T>& t, const HostTiles<T>& tiles, T* A, int lda, bool into_tiles) {
     const int nb = t.nb();
     parallel_for(
         t.n(),
@@ -119,7 +74,7 @@ HostArray<T> copy_of(const T* A, int rows, int cols, int lda) {
 template <class T>
 void fill_tiles(TileMatrix<T>& t, const T* A, int lda) {
     require_lapack(t, A, lda);
-    const AcquiredTiles<T> tiles(t, STARPU_W);
+    const HostTiles<T> tiles(t, STARPU_W);
     // A is only read: copy_columns writes through it only when copying out of the tiles.
     copy_columns(t, tiles, const_cast<T*>(A), lda, true);
 }
@@ -127,7 +82,7 @@ void fill_tiles(TileMatrix<T>& t, const T* A, int lda) {
 template <class T>
 void read_tiles(const TileMatrix<T>& t, T* A, int lda) {
     require_lapack(t, A, lda);
-    const AcquiredTiles<T> tiles(t, STARPU_R);
+    const HostTiles<T> tiles(t, STARPU_R);
     copy_columns(t, tiles, A, lda, false);
 }
 

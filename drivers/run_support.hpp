@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/checks.hpp"
+#include "tile_algorithms/tile_host.hpp"
 #include "tile_algorithms/tile_matrix.hpp"
 
 namespace starfact::cli {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 
@@ -74,10 +75,25 @@ void check_problem_size(const char* option, long rows, long cols, int elem_size,
                                                     nb, rows, cols, tile));
     }
     const double need = static_cast<double>(rows) * cols * elem_size * copies;
-    const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-    if (need > have)
-        throw ArgumentError(option, fmt::format("{} x {} needs about {:.1f} GiB of host memory, this machine has {:.1f} GiB",
-                                                rows, cols, need / (1 << 30), have / (1 << 30)));
+    const double total = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    // What the run can take without the kernel killing it is what is free now (MemAvailable),
+    // not the machine's whole memory.
+    double available = total;
+    if (std::ifstream meminfo("/proc/meminfo"); meminfo) {
+        std::string key;
+        double kib = 0;
+        std::string unit;
+        while (meminfo >> key >> kib >> unit)
+            if (key == "MemAvailable:") {
+                available = std::min(total, kib * 1024.0);
+                break;
+            }
+    }
+    if (need > available)
+        throw ArgumentError(option, fmt::format("{} x {} needs about {:.1f} GiB of host memory; {:.1f} GiB of this "
+                                                "machine's {:.1f} GiB is available",
+                                                rows, cols, need / (1 << 30), available / (1 << 30),
+                                                total / (1 << 30)));
 }
 
 nlohmann::ordered_json runtime_config(const Runtime& rt) {

@@ -1,0 +1,188 @@
+// A matrix given by its blocks (tile_algorithms/tile_host.hpp): the block generators give the
+// bits of the whole-matrix generators at any offset, tiles filled from a source hold the
+// matrix, and the tile-wise checks (the Cholesky probe, the solve's backward error, the growth
+// factor) agree with the column-major checks on the same factors, accept correct ones and
+// refuse a factor with one perturbed entry. These are what the command line and the benches
+// run for matrices too large to hold twice.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "common/checks.hpp"
+#include "common/matgen.hpp"
+#include "test_support.hpp"
+#include "tile_algorithms/tile_algorithms.hpp"
+#include "tile_algorithms/tile_host.hpp"
+
+namespace starfact::test {
+namespace {
+
+using Precisions = ::testing::Types<float, double>;
+
+template <class T>
+bool same_bits(const T* a, const T* b, std::size_t count) {
+    return count == 0 || std::memcmp(a, b, sizeof(T) * count) == 0;
+}
+
+template <class T>
+class BlockGenerators : public SeededTest {};
+TYPED_TEST_SUITE(BlockGenerators, Precisions);
+
+// Blocks at random offsets, across the diagonal and the 128-blocks spd works in, against the
+// same rows and columns of the whole matrix.
+TYPED_TEST(BlockGenerators, BlocksGiveTheWholeMatrixsBits) {
+    using T = TypeParam;
+    std::mt19937_64 rng(this->seed());
+    for (int n : {1, 7, 130, 300}) {
+        HostMatrix<T> S(n, n, n + 3), U(n, n, n + 3);
+        matgen::spd(n, this->seed() + n, S.ptr(), S.ld);
+        matgen::uniform(n, n, this->seed() + n, U.ptr(), U.ld);
+        for (int trial = 0; trial < 20; ++trial) {
+            const int i0 = static_cast<int>(rng() % n), j0 = static_cast<int>(rng() % n);
+            const int rows = 1 + static_cast<int>(rng() % (n - i0)), cols = 1 + static_cast<int>(rng() % (n - j0));
+            SCOPED_TRACE(::testing::Message() << "n " << n << ", block (" << i0 << ", " << j0 << ") " << rows
+                                              << " x " << cols);
+            std::vector<T> b(static_cast<std::size_t>(rows + 2) * cols, T(-7));
+            matgen::spd_block<T>(n, this->seed() + n, i0, j0, rows, cols, b.data(), rows + 2);
+            for (int c = 0; c < cols; ++c) {
+                ASSERT_TRUE(same_bits(b.data() + static_cast<std::size_t>(c) * (rows + 2), &S(i0, j0 + c), rows))
+                    << "spd_block, column " << c;
+                EXPECT_EQ(b[static_cast<std::size_t>(c) * (rows + 2) + rows], T(-7)) << "written past the rows";
+            }
+            matgen::uniform_block<T>(this->seed() + n, i0, j0, rows, cols, b.data(), rows + 2);
+            for (int c = 0; c < cols; ++c)
+                ASSERT_TRUE(same_bits(b.data() + static_cast<std::size_t>(c) * (rows + 2), &U(i0, j0 + c), rows))
+                    << "uniform_block, column " << c;
+        }
+    }
+}
+
+template <class T>
+class TileHost : public RuntimeTest {};
+TYPED_TEST_SUITE(TileHost, Precisions);
+
+TYPED_TEST(TileHost, TilesFilledFromASourceHoldTheMatrix) {
+    using T = TypeParam;
+    for (const auto& [m, n, nb] : {std::tuple{130, 70, 32}, {600, 600, 256}, {1, 1, 5}, {1100, 3, 1024}, {50, 0, 8}}) {
+        SCOPED_TRACE(::testing::Message() << m << " x " << n << ", nb " << nb);
+        HostMatrix<T> U(m, n, m + 1);
+        matgen::uniform(m, n, this->seed(), U.ptr(), U.ld);
+        TileMatrix<T> t(m, n, nb);
+        fill_tiles_from<T>(t, uniform_source<T>(this->seed()));
+        HostMatrix<T> B(m, n, m + 1);
+        t.to_lapack(B.ptr(), B.ld);
+        EXPECT_EQ(max_abs_diff(U, B), 0.0) << "uniform_source";
+        const HostMatrix<T> R = random_matrix<T>(m, n, m + 4, this->seed() + 1);
+        fill_tiles_from<T>(t, held_source<T>(R.ptr(), R.ld));
+        t.to_lapack(B.ptr(), B.ld);
+        EXPECT_EQ(max_abs_diff(R, B), 0.0) << "held_source";
+        if (m == n) {
+            HostMatrix<T> S(n, n, n);
+            matgen::spd(n, this->seed(), S.ptr(), S.ld);
+            fill_tiles_from<T>(t, spd_source<T>(n, this->seed()));
+            HostMatrix<T> C(n, n, n);
+            t.to_lapack(C.ptr(), C.ld);
+            EXPECT_EQ(max_abs_diff(S, C), 0.0) << "spd_source";
+        }
+    }
+}
+
+// The tile probe and the column-major probe see the same x and the same factor: the ratios
+// agree to rounding; both accept the factor and both refuse it with one entry changed, in the
+// diagonal tile or below it, for either triangle.
+TYPED_TEST(TileHost, CholeskyProbeOfTilesMatchesTheColumnMajorProbe) {
+    using T = TypeParam;
+    const int n = 333, nb = 64;
+    const BlockSource<T> source = spd_source<T>(n, this->seed());
+    HostMatrix<T> A(n, n, n);
+    matgen::spd(n, this->seed(), A.ptr(), A.ld);
+    for (char uplo : {'L', 'U'}) {
+        SCOPED_TRACE(::testing::Message() << "uplo " << uplo);
+        TileMatrix<T> t(n, n, nb);
+        fill_tiles_from(t, source);
+        ASSERT_EQ(potrf(uplo, t), 0);
+        HostMatrix<T> F(n, n, n);
+        t.to_lapack(F.ptr(), F.ld);
+        const double column_major = checks::potrf_probe_residual<T>(uplo, n, A.ptr(), A.ld, F.ptr(), F.ld, 11);
+        const double tiles = potrf_probe_residual_tiles(uplo, t, source, 11);
+        EXPECT_PRED_FORMAT1(ResidualPasses, tiles);
+        // The sums run in double in another order: in double precision that moves the ratio
+        // by a fraction of a unit.
+        EXPECT_NEAR(tiles, column_major, 0.5);
+        // One entry of the factor's triangle changed by a tenth of L(0, 0), in tile (5, 1)
+        // (lower) or (1, 5) (upper), then on the diagonal of tile 2.
+        for (const auto& [i, j] : {std::pair{5 * nb + 3, nb + 7}, {2 * nb + 9, 2 * nb + 4}}) {
+            const int r = uplo == 'L' ? i : j, c = uplo == 'L' ? j : i;
+            HostMatrix<T> G = F;
+            G(r, c) += static_cast<T>(0.1 * std::abs(F(0, 0)));
+            t.from_lapack(G.ptr(), G.ld);
+            const double bad = potrf_probe_residual_tiles(uplo, t, source, 11);
+            EXPECT_FALSE(checks::passes(bad)) << "entry (" << r << ", " << c << "): " << bad;
+            EXPECT_FALSE(checks::passes(checks::potrf_probe_residual<T>(uplo, n, A.ptr(), A.ld, G.ptr(), G.ld, 11)));
+        }
+    }
+}
+
+TYPED_TEST(TileHost, SolveResidualAndGrowthFromASourceMatchTheColumnMajorOnes) {
+    using T = TypeParam;
+    const int n = 300, nb = 64, nrhs = 3;
+    HostMatrix<T> A(n, n, n);
+    matgen::uniform(n, n, this->seed(), A.ptr(), A.ld);
+    const BlockSource<T> source = uniform_source<T>(this->seed());
+    TileMatrix<T> t(n, n, nb), tb(n, nrhs, nb);
+    fill_tiles_from(t, source);
+    const HostMatrix<T> B = random_matrix<T>(n, nrhs, n, this->seed() + 2);
+    tb.from_lapack(B.ptr(), B.ld);
+    LuFactors<T> F(t, 16, false);
+    ASSERT_EQ(getrf(t, F), 0);
+    getrs(t, F, tb);
+    HostMatrix<T> X(n, nrhs, n), Fa(n, n, n);
+    tb.to_lapack(X.ptr(), X.ld);
+    t.to_lapack(Fa.ptr(), Fa.ld);
+    const double column_major = checks::solve_residual<T>(n, nrhs, A.ptr(), A.ld, X.ptr(), X.ld, B.ptr(), B.ld);
+    const double from_source = solve_residual_source<T>(n, nrhs, nb, source, X.ptr(), X.ld, B.ptr(), B.ld);
+    EXPECT_PRED_FORMAT1(ResidualPasses, from_source);
+    // The residual is rounded to T once here, after a sum in double; the gemm in T rounds at
+    // every step: they agree to a few units of the ratio.
+    EXPECT_PRED_FORMAT1(ResidualPasses, column_major);
+    EXPECT_LT(std::abs(from_source - column_major), 3.0);
+    EXPECT_EQ(growth_factor_tiles(t, source), checks::growth_factor<T>(n, n, A.ptr(), A.ld, Fa.ptr(), Fa.ld));
+    // A solution with one entry off by the largest of its column fails.
+    HostMatrix<T> Y = X;
+    double xmax = 0.0;
+    for (int i = 0; i < n; ++i) xmax = std::max(xmax, std::abs(static_cast<double>(X(i, 1))));
+    Y(n / 2, 1) += static_cast<T>(xmax);
+    EXPECT_FALSE(checks::passes(solve_residual_source<T>(n, nrhs, nb, source, Y.ptr(), Y.ld, B.ptr(), B.ld)));
+}
+
+// source_multiply against a plain double loop, rows and columns not multiples of the block.
+TYPED_TEST(TileHost, SourceMultiplyIsAPlainProduct) {
+    using T = TypeParam;
+    const int m = 1500, n = 1100, k = 2;
+    HostMatrix<T> A(m, n, m);
+    matgen::uniform(m, n, this->seed(), A.ptr(), A.ld);
+    std::vector<double> X(static_cast<std::size_t>(n) * k), Y(static_cast<std::size_t>(m) * k), rowabs(m);
+    std::mt19937_64 rng(this->seed());
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (double& x : X) x = u(rng);
+    source_multiply<T>(uniform_source<T>(this->seed()), m, n, 1024, k, X.data(), n, Y.data(), m, rowabs.data());
+    for (int i = 0; i < m; i += 37)
+        for (int c = 0; c < k; ++c) {
+            double y = 0.0, a = 0.0;
+            for (int j = 0; j < n; ++j) {
+                y += static_cast<double>(A(i, j)) * X[j + static_cast<std::size_t>(c) * n];
+                a += std::abs(static_cast<double>(A(i, j)));
+            }
+            EXPECT_NEAR(Y[i + static_cast<std::size_t>(c) * m], y, 1e-10 * n);
+            EXPECT_NEAR(rowabs[i], a, 1e-10 * n);
+        }
+}
+
+}  // namespace
+}  // namespace starfact::test
