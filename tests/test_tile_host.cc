@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "common/checks.hpp"
+#include "common/error.hpp"
 #include "common/matgen.hpp"
 #include "test_support.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
@@ -90,6 +92,46 @@ TYPED_TEST(TileHost, TilesFilledFromASourceHoldTheMatrix) {
             t.to_lapack(C.ptr(), C.ld);
             EXPECT_EQ(max_abs_diff(S, C), 0.0) << "spd_source";
         }
+    }
+}
+
+// Every way of holding the tiles (STARFACT_PIN: pinned in pieces, one pinned allocation, not
+// pinned) stores the same matrix, across piece boundaries (a matrix of more than 256 MiB), and
+// a factorization on them is right; an unknown value is refused by name.
+TYPED_TEST(TileHost, EveryPinModeHoldsTheTiles) {
+    using T = TypeParam;
+    const int n = sizeof(T) == 4 ? 8400 : 5940;  // just over 256 MiB: two pieces
+    const int nb = 1024;
+    struct Restore {
+        ~Restore() { unsetenv("STARFACT_PIN"); }
+    } restore;
+    for (const char* mode : {"pieces", "whole", "none"}) {
+        SCOPED_TRACE(mode);
+        setenv("STARFACT_PIN", mode, 1);
+        TileMatrix<T> t(n, n, nb);
+        fill_tiles_from<T>(t, uniform_source<T>(this->seed()));
+        HostMatrix<T> B(n, n, n);
+        t.to_lapack(B.ptr(), B.ld);
+        // The first block, in the first piece, and the last one, in the last piece.
+        for (const int i0 : {0, n - 300}) {
+            const int j0 = i0 == 0 ? 0 : n - 64;
+            std::vector<T> expect(static_cast<std::size_t>(300) * 64);
+            matgen::uniform_block(this->seed(), i0, j0, 300, 64, expect.data(), 300);
+            for (int c = 0; c < 64; ++c)
+                ASSERT_TRUE(same_bits(&expect[static_cast<std::size_t>(c) * 300], &B(i0, j0 + c), 300))
+                    << "block at " << i0 << ", column " << c;
+        }
+        TileMatrix<T> s(600, 600, 128);
+        fill_tiles_from<T>(s, spd_source<T>(600, this->seed()));
+        ASSERT_EQ(potrf('L', s), 0);
+        EXPECT_TRUE(checks::passes(potrf_probe_residual_tiles<T>('L', s, spd_source<T>(600, this->seed()), this->seed() + 1)));
+    }
+    setenv("STARFACT_PIN", "locked", 1);
+    try {
+        TileMatrix<T> t(10, 10, 4);
+        FAIL() << "STARFACT_PIN=locked was accepted";
+    } catch (const ArgumentError& e) {
+        EXPECT_NE(std::string(e.what()).find("STARFACT_PIN"), std::string::npos) << e.what();
     }
 }
 

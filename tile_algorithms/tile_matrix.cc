@@ -47,12 +47,8 @@ template <class T>
 TileMatrix<T>::TileMatrix(int m, int n, int nb) {
     set_shape(m, n, nb);
     if (bytes_ > 0) {
-        // starpu_malloc pins the memory when CUDA workers exist, so transfers are asynchronous.
-        void* p = nullptr;
-        if (starpu_malloc(&p, bytes_) != 0 || p == nullptr)
-            throw RuntimeError(fmt::format("cannot allocate {:.2f} GiB for a {} x {} matrix",
-                                           static_cast<double>(bytes_) / (1 << 30), m, n));
-        storage_ = static_cast<T*>(p);
+        // Pinned when CUDA workers exist, so that transfers are asynchronous.
+        storage_ = static_cast<T*>(host_matrix_alloc(bytes_, pin_));
     }
     register_tiles();
 }
@@ -95,7 +91,7 @@ template <class T>
 void TileMatrix<T>::release() noexcept {
     for (starpu_data_handle_t h : handles_) starpu_data_unregister(h);
     handles_.clear();
-    if (storage_ && owns_storage_) starpu_free(storage_);
+    if (storage_ && owns_storage_) host_matrix_free(storage_, bytes_, pin_);
     storage_ = nullptr;
 }
 
@@ -107,7 +103,7 @@ TileMatrix<T>::~TileMatrix() {
 template <class T>
 TileMatrix<T>::TileMatrix(TileMatrix&& o) noexcept
     : m_(o.m_), n_(o.n_), nb_(o.nb_), mt_(o.mt_), nt_(o.nt_), storage_(o.storage_), owns_storage_(o.owns_storage_),
-      bytes_(o.bytes_), handles_(std::move(o.handles_)) {
+      pin_(o.pin_), bytes_(o.bytes_), handles_(std::move(o.handles_)) {
     o.storage_ = nullptr;
     o.handles_.clear();
     o.m_ = o.n_ = o.mt_ = o.nt_ = 0;
@@ -120,6 +116,7 @@ TileMatrix<T>& TileMatrix<T>::operator=(TileMatrix&& o) noexcept {
         m_ = o.m_, n_ = o.n_, nb_ = o.nb_, mt_ = o.mt_, nt_ = o.nt_;
         storage_ = o.storage_;
         owns_storage_ = o.owns_storage_;
+        pin_ = o.pin_;
         bytes_ = o.bytes_;
         handles_ = std::move(o.handles_);
         o.storage_ = nullptr;

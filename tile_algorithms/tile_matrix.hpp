@@ -1,4 +1,4 @@
-// TileMatrix<T>: an m x n matrix stored as nb x nb tiles in pinned memory, one StarPU handle
+// TileMatrix<T>: an m x n matrix stored as nb x nb tiles in pinned memory (common/pinned.hpp), one StarPU handle
 // per tile; edge tiles are smaller when m or n is not a multiple of nb.
 #pragma once
 
@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <vector>
+
+#include "common/pinned.hpp"
 
 namespace starfact {
 
@@ -75,6 +77,7 @@ private:
     int m_ = 0, n_ = 0, nb_ = 1, mt_ = 0, nt_ = 0;
     T* storage_ = nullptr;
     bool owns_storage_ = true;
+    PinMode pin_ = PinMode::Whole;
     std::size_t bytes_ = 0;
     std::vector<starpu_data_handle_t> handles_;
 };
