@@ -1,4 +1,4 @@
-// Batched Householder QR (issue 5): geqrf (LAPACK's V/tau layout) and the least-squares solve
+// Batched Householder QR: geqrf (LAPACK's V/tau layout) and the least-squares solve
 // geqrs, on arrays of device matrices.
 //
 // Small matrices (m <= kQr.small_rows, n <= 32) take one pass over memory: C lanes of a warp per
@@ -57,12 +57,11 @@ struct QrTable {
     std::size_t geqrs_smem_bytes;  ///< geqrs keeps its columns in shared memory up to this
     int narrow_rows;               ///< m up to this: the blocked path's panels have 16 columns
 };
-// nb = 64: on the H100 (FP64) 1000 x 256 took 5.01 ms and 2000 x 512 39.0 ms, against 5.30 and
-// 40.4 ms with nb = 128 and 5.21 and 47.0 ms with nb = 32 (same run, bench_batched_geqrf).
-// narrow_rows = 128: panels of 16 columns (two to four register-panel blocks per SM instead of
-// one or two) took 64 x 64 (10000 matrices) from 2.71 to 2.11 ms and 128 x 128 (5000) from 4.50
-// to 4.24, but 256 x 256 (1000) from 3.57 to 3.94 and 512 x 512 (2000) from 33.0 to 35.5 (H100,
-// FP64, 2026-11-23, bench/results/2026-11-23-h100-qr-ib16*).
+// nb = 64 is faster than 32 and than 128 at 1000 x 256 and 2000 x 512 (a wider outer block moves
+// the same bytes). narrow_rows = 128: panels of 16 columns let two to four register-panel blocks
+// share an SM instead of one or two, which is faster for 64 x 64 and 128 x 128 and slower for
+// 256 x 256 and 512 x 512, where the extra GEMM launches cost more (docs/batched.md, "QR" and
+// "Decisions, and what was tried and dropped").
 constexpr QrTable kQr{64, 4, 32, 64, 200 * 1024, 8, 16, 256, std::size_t(2) << 30, 4, 96 * 1024, 128};
 /// Columns a warp of the panel kernel owns at most (its dot products run side by side).
 constexpr int kMaxOwned = 4;
@@ -337,9 +336,8 @@ __global__ void __launch_bounds__(32 * NCOL / K, NCOL == 32 ? K / 2 : 2 * K)  //
             }
         }
     };
-    // (Measured and dropped: the owner of column c + 1 updating that column first and forming
-    // its reflector before its other columns, 2000 x 512 31.9 against 30.3 ms: more barrier
-    // wait, not less. bench/results/2026-11-23-h100-qr-owner-first*.)
+    // (The owner of column c + 1 updating that column first and forming its reflector before
+    // its other columns is slower: more barrier wait, not less.)
     for (int c = 0; c < iw; ++c) {
         T* v = vbuf[c & 1];
         if (warp == c % W) {
@@ -856,16 +854,11 @@ struct QrPlan {
 constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel kernel at most (mp <= 512)
 /// Columns per warp (32 / K warps) of the register panel kernel for R = 2, 4, 8 (and 6), 16 (and
 /// 10, 12, 14) rows per lane: fewer warps for short panels, so that more blocks share a multiprocessor.
-/// R = 6 and 12 (panels of 129-192 and 257-384 rows) cut the rows of zeros a panel carries:
-/// 2000 x 512 in 34.3 ms against 35.0, 1000 x 256 3.81 against 3.89 (H100, FP64, 2026-11-23,
-/// bench/results/2026-11-23-h100-qr-r12*); R = 10 and 14 (257-320, 385-448 rows), with four
-/// partial sums in the products then: 30.27 against 30.32 ms (2026-11-23-h100-qr-r14*; back to
-/// two since, for vgeqrf's bitwise schedules, 29.59 against 29.65 ms with the rest of f139f56,
-/// -vgeqrf-reg*). On the H100
-/// (FP64, commit 1538d0c) {8, 4, 4, 2} gave 3.10 / 5.07 / 4.06 / 36.3 ms at n = 64, 128, 256,
-/// 512 (10000, 5000, 1000, 2000 matrices), against 3.90 / 5.41 / 4.58 / 37.5 with 16 warps
-/// everywhere, {4, 4, 4, 2} 3.16 / 5.10 / 4.04 / 36.3, {8, 8, 4, 2} 3.09 / 5.83 / 4.19 / 36.6
-/// and {4, 4, 2, 2} 3.16 / 5.09 / 4.55 / 37.4.
+/// R = 6, 10, 12 and 14 (panels of 129-192, 257-320, 321-384 and 385-448 rows) cut the rows of
+/// zeros a panel carries, a little faster at 2000 x 512 and 1000 x 256; their products keep two
+/// partial sums like the others (see the kernel: vgeqrf's schedules need the same bits). Of the
+/// counts tried at n = 64, 128, 256 and 512 (16 warps everywhere, {4, 4, 4, 2}, {8, 8, 4, 2},
+/// {4, 4, 2, 2}), {8, 4, 4, 2} is the fastest or within noise of it at every order.
 constexpr int kRegPanelCols[4] = {8, 4, 4, 2};
 static_assert(kQr.ib <= 32, "every panel column has an owner");
 
@@ -875,9 +868,8 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
                       const T* mergeY, const VarPanel<T>& var = {}) {
     // The first wave's stagger, for the instances that run one block per SM (512 threads, 128
     // registers): 1.5 us per row per lane (24 us for 512 rows, about a third of a block's time),
-    // or $STARFACT_BATCHED_QR_STAGGER_NS for tuning. 2000 x 512: 29.61-29.64 ms with 24 us for
-    // every such instance, 29.71-29.75 with 16 us, 30.07-30.08 without (H100, FP64, 2026-11-23,
-    // bench/results/2026-11-23-h100-qr-stagger2*).
+    // or $STARFACT_BATCHED_QR_STAGGER_NS for tuning. At 2000 x 512 that is faster than a
+    // shorter stagger and than none: the blocks' loads and stores stop coinciding.
     static const int stagger_ns = [] {
         const char* e = std::getenv("STARFACT_BATCHED_QR_STAGGER_NS");
         const bool one_per_sm = NCOL == 32 && K == 2;
@@ -1138,9 +1130,8 @@ void geqrf_chunk(const Launch& launch, const QrPlan& plan, int m, int n, T* cons
             const int nc = n - k - w;
             T** Cp = next_c(k + static_cast<long long>(k + w) * lda);
             // W^T = C^T Y, then C -= V (W^T)^T: cuBLAS picks faster kernels for these shapes than
-            // for W = Y^T C, C -= V W (2000 x 512 30.33 against 30.92 ms, 256 x 1000 3.41
-            // against 3.44; H100, FP64, 2026-11-23, bench/results/2026-11-23-h100-qr-wt*). The
-            // same change in the panels' own updates and merges measured within noise.
+            // for W = Y^T C, C -= V W (at 2000 x 512 and 256 x 1000). The same change in the
+            // panels' own updates and merges measured within noise.
             detail::check(gemm_batched(h, Tr, N, nc, w, mp, T(1), Cp, lda, Y0p, m, T(0), Wp, nc, count),
                           "geqrf trailing gemm W^T = C^T Y");
             detail::check(gemm_batched(h, N, Tr, mp, nc, w, T(-1), V0p, m, Wp, nc, T(1), Cp, lda, count),

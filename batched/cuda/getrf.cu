@@ -1,4 +1,4 @@
-// Batched LU with partial pivoting (issue 5): our kernels for many small square matrices.
+// Batched LU with partial pivoting: our kernels for many small square matrices.
 //
 // n <= 32: one register kernel factors the whole matrix in one pass over memory
 // (lu_small.cuh, shared with vgetrf: a group of lanes per matrix, one or two rows per lane, row

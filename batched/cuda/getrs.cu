@@ -1,6 +1,6 @@
-// Batched LU solves (issue 5): X = U^{-1} L^{-1} P B for many small systems, from getrf's
-// factors and pivots. The kernel is chosen by order and right-hand sides (kTuning, from the
-// H100 sweep in docs/batched.md):
+// Batched LU solves: X = U^{-1} L^{-1} P B for many small systems, from getrf's factors and
+// pivots. The kernel is chosen by order and right-hand sides (kTuning, from the H100 sweep in
+// docs/batched.md, "The solves"):
 // - small (n <= 32): a group of lanes per matrix, lane r holding row r of L and U in registers;
 //   the interchanges composed into one gather of B's rows; substitutions by shuffles, a few
 //   right-hand sides at a time.

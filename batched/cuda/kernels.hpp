@@ -1,4 +1,4 @@
-// The batched CUDA kernels (issue 5): LU, Cholesky and QR of many small matrices at once, and
+// The batched CUDA kernels: LU, Cholesky and QR of many small matrices at once, and
 // their solves. This is the layer below the public API (batched/batched.hpp): it takes device
 // pointers and a Launch, trusts its arguments (the API checks them before any launch), and
 // never allocates or synchronizes. Every matrix is column-major; matrix b of a batch is A[b]
@@ -58,7 +58,8 @@ template <class T>
 void potrf(const Launch& launch, Uplo uplo, int n, T* const* A, int lda, int* info, int count);
 /// potrf on a strided batch: the same, with the caller's promise that A[b] == base + b * stride
 /// for every b, which lets the recursion's single gemms go to cuBLAS's strided batched gemm
-/// (H100, 2000 x 512: lower 9.65-9.67 ms against 9.71-9.73, upper 9.80-9.81 against 10.05-10.08).
+/// (H100, 2000 x 512: 8.56 against 8.63 ms lower, 8.82 against 9.07 upper; docs/batched.md,
+/// "Fixed sizes against the vendor libraries").
 /// Same workspace as potrf.
 template <class T>
 void potrf_strided(const Launch& launch, Uplo uplo, int n, T* const* A, T* base, long long stride, int lda, int* info,

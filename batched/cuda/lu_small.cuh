@@ -252,8 +252,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_whole_kernel(Batch batch, int c
     T* st = stage + group * SUB * NC;  // st[c * SUB + t] = A(t, c)
     const int stride = gridDim.x * kGroups;
     // A matrix's pointer, order and leading dimension (order 0: no matrix), read from the batch
-    // two matrices ahead so that their loads are not waited for: 16 x 10000 23.4 against 24.5
-    // us (H100, FP64, 2026-11-23, bench/results/2026-11-23-h100-lu-ahead*).
+    // two matrices ahead so that their loads are not waited for.
     struct Entry {
         T* ptr;
         int n, ld;
@@ -454,9 +453,9 @@ __device__ __forceinline__ void register_panel(const Panel& pn) {
 /// holding both (ties as idamax). `between` is independent work the caller places where the
 /// first reduction is waited for. Returns the winner's position (kNoPos if no row is a
 /// candidate); winner says whether this lane holds it. (Folding 31 - pos into the low word's
-/// five lowest bits saves the third reduction, about 2% of the time at 32 x 10000, but counts
-/// magnitudes 32 ulps apart as tied: the bit-exact tie test then picked other pivots than the
-/// reference on rounded near-ties, so the exact search stays; bench/results/2026-11-27-*lu32*.)
+/// five lowest bits would save the third reduction, slightly faster, but counts magnitudes 32
+/// ulps apart as tied, so that rounded near-ties would pick other pivots than LAPACK's: the
+/// exact search stays (the tie cases of tests/test_vbatched_lu_small_cuda.cc hold it bitwise).)
 template <class Between>
 __device__ __forceinline__ int warp_pivot(bool cand, unsigned long long key, int pos, bool& winner,
                                           Between&& between) {
@@ -505,11 +504,11 @@ __device__ __forceinline__ void warp_column_step(T (&x)[W], int jj, int jg, int 
     subtract_row(x, jj + 2, l, row, last);
 }
 
-/// One warp per matrix, lane t holding row t, a column step at a time (warp_column_step). Against
-/// the kernel before (lu_whole_kernel's step with the reciprocal after the broadcast and a branch
-/// around each row's update), H100, FP64: 32 x 10000 in 102.3 against 110.8 us, 24 x 10000 78.0
-/// against 83.4, vgetrf NMAX 32 uniform 40.5 against 48.1
-/// (bench/results/2026-11-27-h100-session20-final.jsonl).
+/// One warp per matrix, lane t holding row t, a column step at a time (warp_column_step). That
+/// step, against lu_whole_kernel's (the reciprocal after the broadcast, a branch around each
+/// row's update), takes 32 x 10000 from 110.6-111.0 to 102.3-102.4 us and 24 x 10000 from
+/// 83.1-83.6 to 78.0 (H100, FP64; bench/results/2026-11-27-h100-batched-fixed.csv, column
+/// `binary`; docs/batched.md, "Fixed sizes against the vendor libraries").
 template <class T, int NC, int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int count) {
     static_assert(NC <= 32 && MAXT % 32 == 0, "a lane per row");
@@ -538,7 +537,7 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int co
         const int n = Batch::kUniform ? batch.order(0) : cur.n;
         // Straight from global memory into registers: the other warps cover the loads' latency
         // (a copy of the next matrix into shared memory by cp.async, as lu_whole_kernel does,
-        // measured 2-5% slower here: H100, 32 and 24 x 10000, bench/results/2026-11-27-h100-lu32*).
+        // measured slower here, at orders 24 and 32).
 #pragma unroll
         for (int c = 0; c < NC; ++c)
             a[c] = t < n && c < n ? cur.ptr[t + static_cast<std::size_t>(c) * cur.ld] : T(0);
@@ -616,11 +615,11 @@ __device__ __forceinline__ void rank4_update(double (&x)[16], int e, int k, int 
 /// The rank-4 updates differ from lu_warp_kernel's column-by-column updates in rounding only: on
 /// 10000 random matrices the same pivots and factors within 8e-14 of lu_warp_kernel's, relative
 /// to the largest entry; exact ties that the warp kernel's arithmetic keeps exact may resolve
-/// otherwise. H200, FP64, 32 x 10000: 76.9-77.7 us (bench_batched_getrf), against 80.1-81.0
-/// with rank-4 updates of the right half only, 85.4-86.8 with the pivots applied to it in pairs
-/// (the warp kernel's bits; its steps took about 45% of the stall samples) and 94-96 for
-/// lu_warp_kernel; slower for less than one round (32 x 528: 17.3-17.8 against 14.5-15.2 us),
-/// hence launch()'s threshold (bench/results/2026-11-29-h200-lu32-quad*, -panel4*).
+/// otherwise. H200, FP64, 32 x 10000: 76.9-77.7 us (docs/batched.md, "Fixed sizes against the
+/// vendor libraries"; bench/results/2026-11-29-h200-batched-lu32.csv), faster than rank-4
+/// updates of the right half only, than the pivots applied to it in pairs (the warp kernel's
+/// bits, but its steps are then the main stall) and than lu_warp_kernel; slower than
+/// lu_warp_kernel for less than one round of the grid, hence launch()'s threshold.
 template <int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int count) {
     constexpr int H = 16, LS = H + 2;  // a lane's row of the L part: 144 bytes, no bank conflicts
@@ -641,8 +640,8 @@ __global__ void __launch_bounds__(MAXT, MINB) lu_half_kernel(Batch batch, int co
         for (int c = 0; c < H; ++c) x[c] = t < n && c < n ? A[t + static_cast<std::size_t>(c) * ld] : 0.0;
         int pos = t, my_piv = 0, linfo = 0;
         unsigned long long key = pivot_key(x[0]);
-        // The two halves share the factorization's code (unrolled once: a smaller kernel, fewer
-        // instruction-cache misses; 85.3-86.3 against 87.4-89.0 us unrolled twice).
+        // The two halves share the factorization's code (not unrolled: a smaller kernel, fewer
+        // instruction-cache misses, measured faster than the loop unrolled).
 #pragma unroll 1
         for (int h = 0; h < 2; ++h) {
             const int j0 = h * H;
@@ -715,10 +714,10 @@ void launch_half(cudaStream_t stream, const Batch& batch, int count) {
 
 /// The instance for matrices of order <= nmax (<= 32), smallest first: order, lanes per matrix,
 /// threads per block, blocks per SM for the register budget. (Two rows per lane, two matrices
-/// of order 32 per warp, measured 3.3x slower at 32 and 1.7x at 16: a larger code, more
-/// instructions per matrix, instruction-cache stalls; bench/results/2026-11-23-h100-blu-*. Two
-/// matrices per warp with a row of each per lane, 168 registers: 2.1x slower at 32, and 1.4x
-/// with the warp kernel's branch-free steps; bench/results/2026-11-27-h200-lu32*.)
+/// of order 32 per warp, is several times slower at 32 and 16: a larger code, more instructions
+/// per matrix, instruction-cache stalls. Two matrices per warp with a row of each per lane, 168
+/// registers, is slower too, also with the warp kernel's branch-free steps; docs/batched.md,
+/// "Decisions, and what was tried and dropped".)
 template <class T, class Batch>
 void launch(cudaStream_t stream, int nmax, const Batch& batch, int count) {
     if (nmax <= 4) return launch_whole<T, 4, 4, 128, 1>(stream, batch, count);
@@ -727,9 +726,8 @@ void launch(cudaStream_t stream, int nmax, const Batch& batch, int count) {
     if constexpr (std::is_same_v<T, double>) {
         // More matrices than the warp kernel's grid holds at once (one per warp): the half
         // kernel, whose 60% more warps per SM pay for its longer chain per matrix. (Below one
-        // round the warp kernel is faster: H200, 32 x 1320 18.4-18.5 against 18.9-19.2 us, 32 x
-        // 528 14.5-15.2 against 17.3-17.8. At exactly one round, 2640, the half kernel is 7%
-        // faster, 24.3-24.5 against 26.2-26.3: the crossover lies between, not measured finer.)
+        // round the warp kernel is faster; at exactly one round the half kernel already is:
+        // the crossover lies between, and was not measured finer.)
         const int warp_slots =
             detail::resident_blocks(lu_warp_kernel<T, 32, 128, 5, Batch>, 128, "getrf (warp kernel grid)") * 4;
         if (count > warp_slots) return launch_half<128, 8>(stream, batch, count);

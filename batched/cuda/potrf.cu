@@ -1,4 +1,4 @@
-// Batched Cholesky (issue 5): potrf and potrs on arrays of device matrices, our own kernels.
+// Batched Cholesky: potrf and potrs on arrays of device matrices, our own kernels.
 //
 // Orders up to kLeafMax (32): one kernel, one pass over memory. Each matrix gets a group of
 // lanes in one warp (one lane per row, the row in registers, sized by a compile-time bound;
@@ -19,8 +19,9 @@
 // every kernel and gemm takes a View that maps (i, j) of the lower factor L = U^T to memory.
 //
 // potrf_strided (a batch in one array at a fixed stride) runs the same walk with the single
-// gemms as cuBLAS strided batched gemms (no pointer arrays; at 2000 x 512 on the H100 0.6%
-// faster lower, 2.5% upper).
+// gemms as cuBLAS strided batched gemms (no pointer arrays; at 2000 x 512 on the H100 8.56
+// against 8.63 ms lower, 8.82 against 9.07 upper: docs/batched.md, "Fixed sizes against the
+// vendor libraries").
 //
 // A matrix whose leading minor fails keeps its info from the leaf that saw it; the later leaves
 // and solves skip it (the batched gemms still touch its trailing part, which LAPACK leaves
@@ -49,8 +50,8 @@ namespace {
 // ---- Size thresholds (the one table a tuning sweep changes) ---------------------------------
 
 /// Compile-time bounds of the register factorization: order n runs in the smallest bound >= n.
-/// (A bound of 64, one matrix per two-warp block, measured slower on the H100 than the cut at
-/// 32: 1.01 ms against 0.61 ms for 10000 matrices of order 64.)
+/// (A bound of 64, one matrix per two-warp block, is much slower at order 64 than the cut at 32
+/// with one step of the recursion above it.)
 constexpr int kLeafBounds[] = {4, 8, 16, 32};
 /// The largest order factored in registers: the potrf recursion stops there.
 constexpr int kLeafMax = kLeafBounds[std::size(kLeafBounds) - 1];
@@ -70,20 +71,17 @@ constexpr int kSolveRows = 64;
 constexpr int kSyrkThreads = 64;
 /// Diagonal blocks of the symmetric update (double, tensor cores) are kSyrkWide wide in updates
 /// of order above kSyrkWideAbove, so their rectangles stop a level higher (no 32 x 32 cuBLAS
-/// gemms, which read the whole panel once more). H100, FP64, 2000 matrices (commit 140e4c0, 64
-/// wide above order 32, against 32 everywhere, same process): 512 lower 9.72 against 9.84 ms,
-/// upper 9.86 against 10.00; 256 2.137 against 2.117, 128 (5000) 1.147 against 1.107. By
-/// Nsight Compute kernel times the wide blocks win only in the 256-order update of a 512
-/// factorization (1017 us against 398 + 708), and lose at 128 (336 against 113 + 211) and 64
-/// (125 against 36 + 67); hence above 128 only.
+/// gemms, which read the whole panel once more). By kernel times (Nsight Compute) the wide
+/// blocks beat a 32-wide block and the gemm it leaves in the 256-order update of a 512
+/// factorization, and lose to them in updates of order 128 and 64; hence above 128 only.
 constexpr int kSyrkWide = 64;
 constexpr int kSyrkWideAbove = 128;
 /// potrs of orders above kCut with at most kPotrsBlockMaxNrhs right-hand sides: the block
 /// kernel (trsv_block.cuh: the factor read once, coalesced, in one launch) when its columns fit
 /// in kPotrsBlockShared bytes of shared memory per block; else, and for more right-hand sides,
 /// the batch-wide recursion (leaf solves and batched gemms), which the H100 sweep found
-/// 1.2-2.4x slower at 1, 2 and 4 right-hand sides and 2.0-2.2x faster at 16 (docs/batched.md;
-/// 5 to 15 not measured).
+/// 1.2-2.4x slower at 1, 2 and 4 right-hand sides and 2.0-2.2x faster at 16
+/// (bench/results/2026-11-22-h100-batched-solves.csv, column `variant`; 5 to 15 not measured).
 /// STARFACT_BATCHED_POTRS=block|recursive (read once per process) or set_potrs_path (kernels.hpp)
 /// forces one of them, for benchmarks and tests.
 constexpr std::size_t kPotrsBlockShared = 200 * 1024;
@@ -288,10 +286,9 @@ __host__ __device__ constexpr int packed_lower(int i, int j) { return j * kCut -
 /// one row per thread, in registers, L read from shared memory. So memory stays busy while the
 /// rows run their 32-step substitutions. Matrices with a nonzero info (when info is given) are
 /// skipped. X transposed in memory (the upper factor's panels) is copied in and written back
-/// along its rows, through the same shared tile, so that both stay coalesced.
-/// H100, FP64, 2000 x 512 lower (bench/results/2026-11-23-h100-trsm-pipe*): 8.85-8.93 ms against
-/// 9.69-9.75 for the former kernel (one block per tile, no prefetch, 168 registers, 6 blocks per
-/// SM: the 256-row leaves ran at about 1.4 TB/s).
+/// along its rows, through the same shared tile, so that both stay coalesced. (A block per tile
+/// that loads, solves and stores in turn is slower: with few resident blocks per SM, memory is
+/// idle while they compute.)
 template <class T, bool kTransL>
 __global__ void __launch_bounds__(kSolveRows) trsm_leaf_kernel(T* const* X, View xv, const T* const* L, View lv, int m,
                                                                int k, const int* info, int count, int row_blocks) {
@@ -632,8 +629,7 @@ int split(int n) {
 /// The batched gemms' pointer arrays: the recursion is first walked without launching anything
 /// (plan), its gemms' offsets recorded, and every pointer array written by one launch per
 /// kPtrJobs gemms before the real walk, which takes gemm g's arrays from slot g. (A launch
-/// writing each gemm's arrays just before it measured 10.19 against 10.11 ms for 2000 x 512
-/// lower on the H100, commit 463ebb0.)
+/// writing each gemm's arrays just before it is slightly slower.)
 template <class T>
 class Batch {
     struct Job {
@@ -697,10 +693,10 @@ public:
 
     /// gemm_minus for `jobs` gemms of the same shape and views but for their offsets (independent:
     /// none reads what another writes), in one batched gemm over jobs * count problems.
-    /// cuBLAS's: our own FP64 tensor-core batched gemm (mma m8n8k4, 64 x 64 or 64 x 32 tiles of C,
-    /// 16-deep chunks double-buffered by cp.async, 146 registers) made 2000 x 512 lower 12.5 ms
-    /// against 9.72 on the H100 (11.7 ms ours in the solves only, 10.5 in the update only; file
-    /// bench/results/2026-11-23-h100-bchol-call2.*), so it was removed.
+    /// cuBLAS's: an FP64 tensor-core batched gemm of our own (mma m8n8k4, 64 x 64 or 64 x 32
+    /// tiles of C, 16-deep chunks double-buffered by cp.async) is slower on the recursion's
+    /// tall-skinny shapes, in the solves and in the update alike (docs/batched.md, "Decisions,
+    /// and what was tried and dropped").
     void gemm_jobs(const Job* job, int jobs, View c, View a, View bv, bool b_trans, int m, int n, int k) {
         if (planning_) {
             plan_.insert(plan_.end(), job, job + jobs);
@@ -712,8 +708,7 @@ public:
         if (sbase_ != nullptr && jobs == 1) {
             // Every matrix of the walk is sbase_ + b * sstride_: cuBLAS's strided batched gemm.
             // (A group of gemms stays one pointer-array call: one strided call per gemm of the
-            // group measured 9.68 against 9.65-9.67 ms at 2000 x 512 lower, file
-            // bench/results/2026-11-23-h100-bchol2-call2-potrf.jsonl.)
+            // group is no faster.)
             ++next_;
             const T* a0 = sbase_ + job->oa;
             const T* b0 = sbase_ + job->ob;
@@ -812,9 +807,7 @@ private:
     void rectangles(T* const* Cp, View c, View a, int n, int k, int kd) {
         // Level by level (the rectangles are independent): those of one level with the same
         // shape go to one batched gemm over (rectangles x count) problems, 3 launches instead of
-        // 7 for n = 256. H100, FP64, 2000 x 512 (commit 1bb174f): lower 10.50 against 10.55 ms
-        // one gemm per rectangle, upper 10.07 against 10.12 ms, 2000 x 256 lower 2.277 against
-        // 2.285 ms.
+        // 7 for n = 256: slightly faster than one gemm per rectangle, lower and upper.
         struct Node {
             View c, a;
             int n;

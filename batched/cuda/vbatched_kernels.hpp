@@ -1,4 +1,4 @@
-// The variable-size batched CUDA kernels (issue 6): Cholesky, LU and QR factorizations and solves
+// The variable-size batched CUDA kernels: Cholesky, LU and QR factorizations and solves
 // of many matrices of different orders at once. Same conventions as batched/cuda/kernels.hpp (device
 // pointer arrays, Launch, LAPACK info), except that every matrix b has its own order n[b] and
 // leading dimension lda[b], read from device arrays; the host passes the largest order nmax

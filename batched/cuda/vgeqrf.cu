@@ -1,4 +1,4 @@
-// Variable-size batched Householder QR (issue 6): vgeqrf and the least-squares solve vgeqrs on
+// Variable-size batched Householder QR: vgeqrf and the least-squares solve vgeqrs on
 // arrays of device matrices of different shapes m[b] x n[b], with the SSDE and DSSE schedules
 // (vbatched_kernels.hpp), counted on k = min(m, n) in steps of kVBlock = 32 columns.
 //
@@ -9,8 +9,8 @@
 // - panel: the Householder QR of A(c0:m, c0:c0+iw), iw = min(32, k - c0), with T (LAPACK's
 //   larft, forward columnwise) to the workspace and tau[b]. Steps whose panels have at most 512
 //   rows take geqrf.cu's register panel kernel, each matrix at its own column block
-//   (vgeqrf_reg_panel; 2026-11-23: DSSE uniform 64 1.45 -> 0.69 ms, 512 61.7 -> 47.5, skewed 512
-//   7.0 -> 3.8, bench/results/2026-11-23-h100-vgeqrf-reg*); taller ones the panel kernel here,
+//   (vgeqrf_reg_panel, faster than the panel kernel here for uniform and skewed sizes up to NMAX
+//   512); taller ones the panel kernel here,
 //   one thread block (8 warps) per matrix, in shared memory when the step's rows fit (else in
 //   place), column c's reflector computed by warp c % 8 while the other warps apply the
 //   previous one to their own columns (householder.cuh's factor_panel), then G = V^T V and T.
@@ -39,10 +39,10 @@ using namespace householder;
 
 constexpr int K = kVBlock;
 constexpr int LK = K + 1;
-constexpr int kPanelWarps = 8;  ///< 4 measured 9-37% slower on the H100 (docs/batched.md)
+constexpr int kPanelWarps = 8;  ///< 4 measured slower
 constexpr int kUpdateThreads = 256;
-/// Register bound of the update kernel: blocks per SM (80 registers at 3; at 4, 64 registers
-/// and spills: H200 DSSE uniform 512 43.8 against 34.8 ms).
+/// Register bound of the update kernel: blocks per SM (80 registers at 3; at 4, 64 registers,
+/// it spills and is slower).
 constexpr int kUpdateBlocksPerSm = 3;
 constexpr int kSolveWarps = 4;
 /// A panel is staged in shared memory when the step's rows take at most this many bytes.

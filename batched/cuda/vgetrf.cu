@@ -1,4 +1,4 @@
-// Variable-size batched LU with partial pivoting (issue 6): vgetrf and vgetrs on arrays of
+// Variable-size batched LU with partial pivoting: vgetrf and vgetrs on arrays of
 // device matrices of different orders, our own kernels, SSDE and DSSE schedules
 // (vbatched_kernels.hpp).
 //
@@ -27,9 +27,9 @@
 //   block doing the three in turn reads the stripe from memory once per step: A12's rows are
 //   read with the moved rows, before any write, and those that the interchanges replace are
 //   taken from the moved values. L11 and A21's first row tile are copied (cp.async) while the
-//   interchanges run, each next row tile while the current one is multiplied. (Until
-//   2026-11-29 a swap kernel per 32 columns, U12 included, and an update kernel per 64 x 64 tile
-//   did it in two passes; the tensor cores came the same day.)
+//   interchanges run, each next row tile while the current one is multiplied. (A swap kernel
+//   per 32 columns, U12 included, followed by an update kernel per 64 x 64 tile would take two
+//   passes over the stripe, the moved rows read from memory again.)
 // - the columns left of the panel get the interchanges of every later step at the end, in one
 //   pass per matrix (left swaps kernel; when its shared memory, 2 nmax ints and 8 columns of
 //   nmax, does not fit, a small kernel applies them at every step instead): in column-major
@@ -81,10 +81,9 @@ constexpr int kUpdateThreads = kTuning.update_threads;
 constexpr int kStripeCols = kTile / (kUpdateThreads / 32);  // columns per warp of the stripe's solve
 /// Stripe blocks per SM the registers are bounded for (the stripe kernel's second template
 /// argument). Double (the tensor-core update): 3 (80 registers) when NMAX is at most
-/// kStripeTallNmax, else 2 (120 registers), the faster of the two at each NMAX measured (H200,
-/// 2026-11-29: 2 took 10% less at NMAX 512, 4% at 256, 3% more at 128; at 4 the accumulators'
-/// column offsets spilled and it took 20% longer at 512). Float (4 x 4 FMAs per thread): 4 (64
-/// registers; 3 took 1.5-2x longer there).
+/// kStripeTallNmax, else 2 (120 registers), the faster of the two at each NMAX measured on the
+/// H200 (2 at NMAX 256 and 512, 3 at 128; at 4 the accumulators' column offsets spill, slower
+/// still). Float (4 x 4 FMAs per thread): 4 (64 registers; 3 is much slower there).
 template <class T>
 constexpr int stripe_blocks_per_sm(bool tall) {
     return std::is_same<T, double>::value ? (tall ? 2 : 3) : 4;

@@ -1,4 +1,4 @@
-// Variable-size batched Cholesky (issue 6): vpotrf and vpotrs on arrays of device matrices of
+// Variable-size batched Cholesky: vpotrf and vpotrs on arrays of device matrices of
 // different orders, our own kernels, with the SSDE and DSSE schedules (vbatched_kernels.hpp).
 //
 // vpotrf, step s, for the matrices whose factorization is at column block c0 = kVBlock * j:

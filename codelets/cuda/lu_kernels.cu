@@ -516,9 +516,10 @@ cudaError_t getrf_buffer_bytes(cusolverDnHandle_t solver, cusolverDnParams_t par
                : cudaErrorUnknown;
 }
 
-// The trtri + gemm variant (../shared/papers/tile-lu-accelerator-starpu.txt): TSTRF stores the
-// inverse of each block's unit lower L1 next to it, and the triangular solves with L1 become
-// GEMMs, which run several times faster than cuBLAS's trsm on these shapes.
+// The trtri + gemm variant (Agullo et al., LU Factorization for Accelerator-based Systems, 2011;
+// docs/design.md, "References"): TSTRF stores the inverse of each block's unit lower L1 next to
+// it, and the triangular solves with L1 become GEMMs, which run several times faster than
+// cuBLAS's trsm on these shapes.
 constexpr int kInvLeaf = 32;
 
 // Inverts X's diagonal blocks of kInvLeaf (the last may be smaller) in place: one thread block
