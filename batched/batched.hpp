@@ -1,4 +1,4 @@
-// The batched module's public header (issue 5): LU, Cholesky and QR of many small matrices at
+// The batched module's public header: LU, Cholesky and QR of many small matrices at
 // once, and their solves, for float and double, three ways: on the host (LAPACKE per matrix,
 // spread over threads), directly on a user's CUDA stream (Context), and as StarPU tasks that
 // the scheduler shares between CPU and GPU workers (namespace tasks).

@@ -1,6 +1,7 @@
-// Normalized residuals of one matrix of a batch (../shared/TESTING.md: pass below 30; NaN or
-// Inf fails), for the command line's --check and the tests. Each runs in the matrix's precision
-// on the calling thread's BLAS, so a batch can be checked one matrix per thread.
+// Normalized residuals of one matrix of a batch (LAPACK's ratios, docs/testing.md: pass below
+// 30; NaN or Inf fails), for the command line's --check and the tests. Each runs in the
+// matrix's precision on the calling thread's BLAS, so a batch can be checked one matrix per
+// thread.
 #pragma once
 
 #include "batched/batched.hpp"

@@ -1,4 +1,4 @@
-// Variable-size batches (issue 6): argument checks, the host path (LAPACKE per matrix over
+// Variable-size batches: argument checks, the host path (LAPACKE per matrix over
 // threads) and the direct GPU path (the kernels of batched/cuda/vbatched_kernels.hpp).
 #include "batched/vbatched.hpp"
 

@@ -1,4 +1,4 @@
-// Variable-size batches (issue 6): Cholesky, LU and QR factorizations and solves of many
+// Variable-size batches: Cholesky, LU and QR factorizations and solves of many
 // matrices of different sizes, on the host (LAPACKE per matrix over threads), directly on a
 // CUDA stream (our kernels, batched/cuda/vbatched_kernels.hpp, with the SSDE or DSSE schedule)
 // and as StarPU tasks shared between CPU and GPU workers (namespace tasks).

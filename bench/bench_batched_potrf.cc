@@ -28,7 +28,7 @@ namespace {
 using namespace starfact;
 namespace bc = starfact::batched::cuda;
 
-constexpr double kBandwidth = 3.0e12;                    // H100 device copy, bytes/s (../shared/GPU.md)
+constexpr double kBandwidth = 3.0e12;                    // H100 device copy, bytes/s read + written (measured)
 constexpr std::size_t kCpuBytes = std::size_t(2) << 30;  // CPU baseline batch at most this large
 constexpr int kPool = 64;                                // distinct matrices, repeated over the batch
 

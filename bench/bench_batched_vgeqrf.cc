@@ -1,4 +1,4 @@
-// bench_batched_vgeqrf: variable-size batched Householder QR (issue 6) of square FP64 matrices, in
+// bench_batched_vgeqrf: variable-size batched Householder QR of square FP64 matrices, in
 // one process: our vgeqrf with the SSDE and DSSE schedules, every matrix padded to NMAX (identity
 // outside it) and factored by the fixed-size batched::cuda::geqrf, cuSOLVER geqrf looped over the
 // matrices on one stream, the fixed-size geqrf on as many NMAX matrices as carry the same flops

@@ -1,4 +1,4 @@
-// bench_batched_vgetrf: variable-size batched LU with partial pivoting (issue 6) on the same
+// bench_batched_vgetrf: variable-size batched LU with partial pivoting on the same
 // FP64 matrices, in one process: our vgetrf with the SSDE and DSSE schedules, every matrix
 // padded to NMAX (identity below and right of it) and factored by the fixed-size
 // batched::cuda::getrf and by cuBLAS getrfBatched, cuSOLVER getrf looped over the matrices on one

@@ -1,4 +1,4 @@
-// bench_batched_vpotrf: variable-size batched Cholesky (issue 6) on the same FP64 matrices, in
+// bench_batched_vpotrf: variable-size batched Cholesky on the same FP64 matrices, in
 // one process: our vpotrf with the SSDE and DSSE schedules, every matrix padded to NMAX (identity
 // below and right of it) and factored by the fixed-size batched::cuda::potrf, cuSOLVER potrf
 // looped over the matrices on one stream, and the CPU baseline (LAPACKE, one matrix per core,

@@ -1,5 +1,6 @@
 // LAPACK-style normalized residuals (host, column-major). Each returns a ratio that passes
-// below 30 (../shared/TESTING.md); NaN or Inf in the data gives NaN or Inf, which fails.
+// below 30 (the threshold of LAPACK's test suite, docs/testing.md); NaN or Inf in the data
+// gives NaN or Inf, which fails.
 // The full residuals cost O(n^3) (multi-threaded OpenBLAS); the probes cost O(n^2) (one pass
 // over each matrix on every core) and replace them for large matrices (check_kind).
 #pragma once

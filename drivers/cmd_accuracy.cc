@@ -1,6 +1,7 @@
 // `starfact accuracy`: how incremental pivoting loses accuracy as tiles multiply (Section VII and
-// Figure 8 of ../shared/papers/tile-lu-accelerator-starpu.txt), and what iterative refinement on
-// the tile LU factors recovers. One row per (order, tiles, precision, kind, matrix).
+// Figure 8 of Agullo et al., LU Factorization for Accelerator-based Systems, 2011; docs/design.md,
+// "References"), and what iterative refinement on the tile LU factors recovers. One row per
+// (order, tiles, precision, kind, matrix).
 #include <unistd.h>
 
 #include <algorithm>

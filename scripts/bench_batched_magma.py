@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Batched LU through torch on the GPU machine: MAGMA's batched getrf and torch's default
-(cuSOLVER/cuBLAS) path, on the same FP64 batches, for the comparison table of issue 5.
+(cuSOLVER/cuBLAS) path, on the same FP64 batches, for docs/batched.md's comparison table
+("Fixed sizes against the vendor libraries").
 
 torch.linalg.lu_factor copies its input before factoring it, so each timed call is measured
 next to a clone of the same batch and the clone's time is subtracted (reported apart as
@@ -16,7 +17,7 @@ import json
 import statistics
 import sys
 
-BANDWIDTH = 3.0e12  # H100 device copy, bytes/s (../shared/GPU.md)
+BANDWIDTH = 3.0e12  # H100 device copy, bytes/s read + written (measured)
 
 
 def getrf_flops(n):

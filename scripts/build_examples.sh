@@ -3,7 +3,7 @@
 # of a build directory (default build/) into a temporary prefix, then each example configured
 # with CMAKE_PREFIX_PATH=<prefix> (find_package(starfact)), and once more with the flags of
 # `pkg-config starfact`; the programs run on a system NumPy writes, and the installed command
-# line solves the same files. Fails on any error. The batched example waits for issue 5.
+# line solves the same files (examples/batched_posv: `starfact batched` too). Fails on any error.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Upper bound on issue 6's "equal flops" ratio for a uniform size distribution.
+"""Upper bound on the "equal flops" ratio for a uniform size distribution.
 
-The yardstick divides the throughput of a variable-size batch by that of the fixed-size path on
-matrices of order NMAX carrying the same flops. Suppose a variable-size method were perfect in
-the sense that every matrix of order n ran at the fixed-size path's own throughput at order n
-(measured on large batches of that order). Its time is then sum_n flops(n) / E(n), and the ratio
-it reaches is at most
+The yardstick (docs/batched.md, "Variable sizes") divides the throughput of a variable-size
+batch by that of the fixed-size path on matrices of order NMAX carrying the same flops. Suppose
+a variable-size method were perfect in the sense that every matrix of order n ran at the
+fixed-size path's own throughput at order n (measured on large batches of that order). Its time
+is then sum_n flops(n) / E(n), and the ratio it reaches is at most
 
     bound = (sum_n flops(n) / E(NMAX)) / (sum_n flops(n) / E(n)),
 
@@ -15,14 +15,17 @@ their flops run slower than those of order NMAX. E(n) comes from the fixed-size 
 
 Usage: scripts/equal_flops_bound.py [--nmax 128,256,512] [--json FILE]
   --json: a file of {"op": {"n": [count, seconds], ...}, ...} to use instead of the built-in
-  figures (H100, FP64, docs/batched.md's performance table, end of 2026-11-23).
+  figures (H100, FP64; the numbers docs/batched.md, "The ceiling of the equal-flops yardstick",
+  quotes).
 """
 import argparse
 import json
 import math
 
-# Fixed-size batched times on the H100 (FP64, medians; docs/batched.md, "Performance"):
-# order -> (count, seconds).
+# Fixed-size batched times on the H100 (FP64, medians of bench_batched_getrf, _potrf, _geqrf;
+# for LU at 32 and QR from 64 up, times of kernels before the current ones, which the table of
+# docs/batched.md, "Fixed sizes against the vendor libraries", shows faster): order -> (count,
+# seconds).
 H100 = {
     "getrf": {32: (10000, 110.5e-6), 64: (10000, 0.86e-3), 128: (5000, 2.24e-3),
               256: (2000, 4.70e-3), 512: (2000, 26.6e-3)},

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPU-side faults of ../shared/TESTING.md, on the GPU machine, from the repository root with
-# bundle/ carried (see scripts/gpu_run.sh):
+# The GPU-side faults of docs/testing.md ("Faults"), on the GPU machine, from the repository
+# root with bundle/ carried (see scripts/gpu_run.sh):
 #   1. GPU memory far below the matrix: STARPU_LIMIT_CUDA_MEM=256 (MiB) with a 2 GiB matrix
 #      (n = 16384, double) for potrf, getrf and geqrf, GPU workers only (STARPU_NCPU=0), checked;
 #      the same run without the limit gives the time it is compared with.

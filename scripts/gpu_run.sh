@@ -99,8 +99,8 @@ for step in "${steps[@]}"; do
         done
         ;;
     batched-models)
-        # The batched codelets' models (issue 7), CPU and GPU workers, host name fixed to h100 as
-        # perfmodels/h100; then the same batches with those models and with none (an empty home),
+        # The batched codelets' models (docs/perfmodels.md), CPU and GPU workers, host name fixed
+        # to h100 as perfmodels/h100; then the same batches with those models and with none (an empty home),
         # every worker on, traced: which slices went to the GPU and which to CPU cores.
         home=$out/h100
         STARPU_HOSTNAME=h100 timeout "${CALIBRATE_TIMEOUT:-240}" "$bin/starfact" calibrate --home "$home" \

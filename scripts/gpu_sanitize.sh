@@ -37,7 +37,7 @@ api_errors=${SANITIZE_API_ERRORS:-explicit}
 # racecheck and synccheck use (they instrument every shared-memory access and barrier, and whole
 # suites ran past a 60 s limit under racecheck: one precision and the tests that reach every
 # kernel of ours with shared memory or barriers; SANITIZE_FULL=1 uses the first filter instead).
-# Measured under racecheck on the H100 (2026-11-22): TstrfMatchesCpu 82 s, the batched LU
+# Under racecheck on the H100 TstrfMatchesCpu takes 82 s, the batched LU
 # SizesAndRightHandSides over 100 s, the batched QR FactorsLikeLapack and NanOrInf tests over 90 s,
 # the tile QR kernel tests over 100 s: those are left to memcheck, and the tests below (3-73 s each;
 # TstrfNanInput runs the TSTRF panel kernel, the 3 x 3 tile QR grid every QR kernel) reach every

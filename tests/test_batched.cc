@@ -1,4 +1,4 @@
-// The batched module on the host (issue 5): every API function against LAPACKE run matrix by
+// The batched module on the host: every API function against LAPACKE run matrix by
 // matrix on the same data (bitwise where the arithmetic is the same), strided and pointer
 // batches, planted failures with exact infos, a NaN matrix, every argument error, the StarPU
 // path against the host path, and `starfact batched` (generated batches, .npy files, --sizes).
@@ -120,7 +120,7 @@ std::vector<T*> shuffled_pointers(Strided<T>& S, std::vector<int>& perm, std::ui
     return p;
 }
 
-/// The sizes of ../shared/TESTING.md that keep the suite short.
+/// Orders at and around the kernels' cuts (1-8, 16, 32, 64, 128), few enough to keep the suite short.
 const std::vector<int> kSizes = {1, 2, 3, 4, 5, 6, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 128};
 
 int count_for(int n) { return n <= 8 ? 300 : n <= 33 ? 7 : n < 128 ? 7 : 1; }

@@ -1,4 +1,4 @@
-// The batched API on the GPU (issue 5): the Context path on the same matrices as the host path
+// The batched API on the GPU: the Context path on the same matrices as the host path
 // for every operation (strided and pointer batches, planted failures with exact infos, every
 // failure listed), argument errors before any launch, a workspace that stops growing, and the
 // StarPU path on CUDA workers. Skips without a GPU.

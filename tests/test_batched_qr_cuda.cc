@@ -229,8 +229,8 @@ struct Shape {
     int m, n, count;
 };
 
-/// The sizes of ../shared/TESTING.md, each square and tall (n+1, 2n, 4n), with counts that
-/// keep the host checks short.
+/// Orders at and around the kernels' cuts (1-8, 16, 32, 64, 128, 256, 512), each square and
+/// tall (n+1, 2n, 4n), with counts that keep the host checks short.
 std::vector<Shape> factor_shapes() {
     std::vector<Shape> s;
     const int sizes[] = {1, 2, 3, 4, 5, 6, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 512};

@@ -1,5 +1,5 @@
-// Bad input to every subcommand of the command line (../shared/TESTING.md, "Bad input to the
-// command line"): an unknown option, a missing or malformed value, n < 0, nb < 0, sizes beyond
+// Bad input to every subcommand of the command line (docs/testing.md, "The command line and
+// files"): an unknown option, a missing or malformed value, n < 0, nb < 0, sizes beyond
 // the host memory of any machine, an output path that cannot be written. Each must exit with
 // code 2, name the option and the value on stderr, print nothing on stdout, leave STARPU_HOME
 // untouched (StarPU never started), and leave the output directory as it was: an existing output

@@ -1,8 +1,9 @@
-// Faults of ../shared/TESTING.md that the command line must survive: no worker at all (a clear error
-// and a nonzero exit from every subcommand, never a signal), no visible GPU (the CPU path, checked),
-// and SIGINT or SIGKILL in the middle of a run that writes a result file (no file is left under the
-// result's name, and the next run in the same STARPU_HOME with the same paths works). The GPU-side
-// faults (STARPU_LIMIT_CUDA_MEM far below the matrix) are in scripts/gpu_faults.sh.
+// Faults (docs/testing.md, "Faults") that the command line must survive: no worker at all (a
+// clear error and a nonzero exit from every subcommand, never a signal), no visible GPU (the CPU
+// path, checked), and SIGINT or SIGKILL in the middle of a run that writes a result file (no file
+// is left under the result's name, and the next run in the same STARPU_HOME with the same paths
+// works). The GPU-side faults (STARPU_LIMIT_CUDA_MEM far below the matrix) are in
+// scripts/gpu_faults.sh.
 #include <gtest/gtest.h>
 #include <signal.h>
 

@@ -1,5 +1,6 @@
-// The matrix kinds of ../shared/TESTING.md that the per-algorithm suites do not cover, for tile
-// Cholesky, tile LU (both variants) and tile QR: condition 1e6 and near 1/eps, scaling near
+// The matrix kinds of docs/testing.md ("Matrix kinds and sizes, per factorization") that the
+// per-algorithm suites do not cover, for tile Cholesky, tile LU (both variants) and tile QR:
+// condition 1e6 and near 1/eps, scaling near
 // underflow and overflow, planted failures in the shapes and variants left out elsewhere, NaN and
 // Inf in one tile (what LU and QR report), and the sizes around nb for LU's trtri variant and tall
 // LU. Each kind runs with the codelets forced to CPU workers, and again forced to CUDA workers

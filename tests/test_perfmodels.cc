@@ -504,7 +504,7 @@ TEST_F(ModelFiles, CalibrateCoversTheQrTreeKernels) {
 // and StarPU drops every later sample more than 50% off a model's first one
 // (STARPU_HISTORY_MAX_ERROR): a model whose first CUDA sample was taken before the other process
 // loaded the GPU stays under the minimum however many rounds run, and calibrate rightly fails
-// (H100, 2026-11-23 and 2026-11-27: gemm and syrk at 1-2 samples after 1200 tasks each).
+// (seen on the H100: gemm and syrk at 1-2 samples after 1200 tasks each).
 TEST_F(ModelFiles, TwoCalibrationsAtOnceOnOneHomeBothFinish) {
     ScopedStarpuHome home;
     const std::vector<std::string> args = {"calibrate", "--nb", "40", "--ops", "potrf", "--min-samples", "3",

@@ -2,9 +2,10 @@
 // each drawing an operation (potrf, posv, getrf on m >= n, gesv with either LU variant, geqrf, gels),
 // a shape, a tile size nb, an inner block ib, a leading dimension and a kind (well conditioned,
 // condition up to 1e6, scaled by a power of two near underflow or overflow, a planted failure at a
-// random column). Each case checks the residual and info properties of ../shared/TESTING.md. A
-// failure names the case (operation, shape, nb, ib, kind, case seed); every case is a function of
-// the test's seed, so STARFACT_TEST_SEED=<seed> replays the whole run.
+// random column). Each case checks the residual and info properties of docs/testing.md
+// (normalized residuals below 30, LAPACK's info). A failure names the case (operation, shape,
+// nb, ib, kind, case seed); every case is a function of the test's seed, so
+// STARFACT_TEST_SEED=<seed> replays the whole run.
 #include <gtest/gtest.h>
 
 #include <algorithm>

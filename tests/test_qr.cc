@@ -96,8 +96,8 @@ Factored<T> factor(const HostMatrix<T>& A, int nb, int ib, int q, QrOptions opti
 
 /// Least-squares ratios of X (x in its first n rows) for A X ~ B, the largest over the columns:
 /// robust = ||A^T r||_2 / (||A||_F (||A||_F ||x||_2 + ||b||_2) max(m, n) eps) (what the CLI checks),
-/// testing = ||A^T r||_1 / (||A||_inf ||r||_1 n eps) (../shared/TESTING.md; meaningful when r is
-/// not small), residual = ||r||_2.
+/// testing = ||A^T r||_1 / (||A||_inf ||r||_1 n eps) (the normalized least-squares check of
+/// docs/testing.md; meaningful when r is not small), residual = ||r||_2.
 struct LsRatios {
     double robust = 0, testing = 0;
     std::vector<double> residual;

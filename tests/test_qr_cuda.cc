@@ -411,7 +411,7 @@ int taus_outside_lapack_range(const HostMatrix<T>& Tf, int n, int ib) {
 }
 
 /// Printed when a TSQRT (tt false) or TTQRT result differs from the CPU's, to tell the causes
-/// apart (issue 4): reflectors of other signs (R's diagonal, tau outside LAPACK's range); a
+/// apart: reflectors of other signs (R's diagonal, tau outside LAPACK's range); a
 /// result that depends on the workspace (the same call with twice the bytes, all NaN); cuSOLVER
 /// itself (its geqrf of the stacked panel alone, tt: masked to the trapezoid, against the CPU's
 /// R); an ill-conditioned problem (both factorizations backward stable, cpu_res being the CPU's
@@ -625,11 +625,11 @@ TYPED_TEST(QrCuda, TtqrtMatchesCpu) {
                 ttqrt_against_cpu(*this, R, A, ib, worst, worst_res, worst_orth, at);
             }
     // Several of the 256-column panels, the last one partial. R and the head come from seeds
-    // that never meet (even, odd): with m = ib they once shared one (issue 4), and matgen being a
-    // function of (seed, i, j), [R; U] was [U; U], as ill-conditioned as a random triangle
-    // (cond 2e18 at n = 600). Its R, V2 and T are then not fixed to rounding by the data: the GPU's
-    // factorization was sound (residual and ||Q^T Q - I|| at rounding level) and still O(1) from
-    // the CPU's, as LAPACK's dgeqrf of the stack with one or two BLAS threads differed.
+    // that never meet (even, odd): with one seed (m = ib), matgen being a function of (seed, i,
+    // j), [R; U] would be [U; U], as ill-conditioned as a random triangle (cond 2e18 at n = 600).
+    // Its R, V2 and T are then not fixed to rounding by the data: a sound factorization (residual
+    // and ||Q^T Q - I|| at rounding level) can still be O(1) from the CPU's, as LAPACK's dgeqrf of
+    // the stack with one or two BLAS threads differs.
     for (int m : {40, 600})
         for (int ib : {32, 100, 600}) {
             const std::string at = where(m, 600, ib);

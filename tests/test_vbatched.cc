@@ -1,5 +1,4 @@
-// The variable-size batched host path (batched::vpotrf, vpotrs, vgetrf, vgetrs on the host;
-// issue 6): mixed
+// The variable-size batched host path (batched::vpotrf, vpotrs, vgetrf, vgetrs on the host): mixed
 // orders including 0 and 1 against LAPACKE on each matrix, exact infos (planted failures at
 // count/4, count/2, count-1; a NaN in one matrix), residuals below 30; the argument checks
 // (negative orders, lda < max(1, n), null arrays, null matrices), each before any data is read

@@ -1,4 +1,4 @@
-// The variable-size batched CUDA Cholesky (batched::cuda::vpotrf, vpotrs; issue 6) and LU
+// The variable-size batched CUDA Cholesky (batched::cuda::vpotrf, vpotrs) and LU
 // (vgetrf, vgetrs: the same kinds of batches, zero pivots planted at columns 1, n/2+1, n,
 // pivots and factors against LAPACKE's, a NaN in one matrix affecting only it) against
 // LAPACKE on the same matrices: mixed orders (0 and 1 included; uniform in [0, NMAX] and the

@@ -1,6 +1,6 @@
 // Variable-size batched Cholesky with a largest order of at most 32 (batched::cuda::vpotrf hands
 // such batches to potrf.cu's register kernel, which then reads each matrix's own order and
-// leading dimension; issue 6) against LAPACKE on the same matrices. Every largest order 1..32
+// leading dimension) against LAPACKE on the same matrices. Every largest order 1..32
 // (the kernel's bounds 4, 8, 16 and 32 put 32, 16, 8 or 4 lanes on a matrix, so several
 // matrices share a warp below 32), orders drawn uniform in [0, NMAX] or skewed (1% NMAX, the
 // rest in [1, NMAX/10]), lda[b] = n[b] + b % 3, counts 1, 7, 300 and 10000, both triangles, both

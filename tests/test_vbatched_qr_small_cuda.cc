@@ -1,4 +1,4 @@
-// The variable-size batched QR (batched::cuda::vgeqrf, issue 6) on batches that take the one-pass
+// The variable-size batched QR (batched::cuda::vgeqrf) on batches that take the one-pass
 // small kernel (every matrix at most 64 x 32: geqrf.cu's small_kernel reading each matrix's own
 // shape), against LAPACKE's geqrf on the same matrices, float and double: every shape up to
 // 64 x 32 (0 and 1, wide and tall) with 8, 16 and 32 lanes per matrix, lda[b] > m[b]; R and V

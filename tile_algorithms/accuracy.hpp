@@ -1,7 +1,8 @@
-// The accuracy study of tile LU (Section VII of ../shared/papers/tile-lu-accelerator-starpu.txt):
-// test matrices, accurately computed residuals, row-swap counts, LAPACK's partial pivoting on
-// the same system, one study point (tile LU at one tile size) and iterative refinement on top
-// of the tile LU factors. Host matrices are column-major.
+// The accuracy study of tile LU (Section VII of Agullo et al., LU Factorization for
+// Accelerator-based Systems, 2011; docs/design.md, "References"): test matrices, accurately
+// computed residuals, row-swap counts, LAPACK's partial pivoting on the same system, one study
+// point (tile LU at one tile size) and iterative refinement on top of the tile LU factors. Host
+// matrices are column-major.
 #pragma once
 
 #include <starpu.h>

@@ -45,8 +45,8 @@ private:
 };
 
 /// How getrf's tasks are placed and ordered. Dynamic: StarPU's scheduler (STARPU_SCHED, dmdas
-/// by default) places tasks submitted in right-looking order. The static schedules of
-/// ../shared/papers/tile-lu-accelerator-starpu.txt pin every task that writes tile column j to
+/// by default) places tasks submitted in right-looking order. The static schedules of Agullo et
+/// al. (docs/design.md, "References") pin every task that writes tile column j to
 /// worker j mod W (the W workers codelets::eligible_workers() allows) and submit in right-looking (RL),
 /// left-looking (LL: all updates of a column, then its panel) or breadth-first left-looking
 /// order (BF-LL: a column tile by tile, each tile receiving all its updates and then its panel
@@ -60,7 +60,8 @@ const char* lu_schedule_name(LuSchedule s);
 /// Tile LU with incremental pivoting of the m x n matrix A (m >= n), in place: the upper
 /// trapezoid of A becomes U; the strictly lower parts of the diagonal tiles hold their GETRF
 /// L factors and the tiles below the diagonal the TSTRF multipliers, which with F define the
-/// transformation (not a single L: pivoting is pairwise between tiles, ../shared/papers).
+/// transformation (not a single L: pivoting is pairwise between tiles; docs/design.md, "Tile LU
+/// with incremental pivoting").
 /// Returns LAPACK's info: 0, or the global index k (1-based) of the first exactly zero
 /// pivot U(k, k); the factorization still completes. Throws ArgumentError before any task
 /// when m < n or F was made for another shape.
