@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
         std::vector<double> b(static_cast<std::size_t>(n));
         matgen::uniform(n, 1, 3000 + n, b.data(), n);
         int cinfo = -1;
-        const double tc = time_cusolver(n, A.data(), reps, &cinfo);
+        const double tc = time_cusolver(n, A, reps, &cinfo);
         emit({{"record", "point"},
               {"impl", "cusolver"},
               {"n", n},

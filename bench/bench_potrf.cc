@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
         // starfact), never held whole on the host: n = 100000 leaves room for one copy only.
         const BlockSource<double> A = spd_source<double>(n, 1000 + n);
         int cinfo = -1;
-        const double tc = time_cusolver(n, A.data(), reps, &cinfo);
+        const double tc = time_cusolver(n, A, reps, &cinfo);
         emit({{"record", "point"},
               {"impl", "cusolver"},
               {"n", n},

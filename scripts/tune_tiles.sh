@@ -6,7 +6,8 @@
 # packed into $OUT/tune.tar.gz; scripts/tile_table.py turns them into the committed CSV and the
 # table's rows.
 # Environment (each a bench's options, defaults below): TUNE_POTRF, TUNE_GETRF, TUNE_GEQRF;
-# TUNE_STEPS (default "potrf getrf geqrf").
+# TUNE_STEPS (default "potrf getrf geqrf"); TUNE_COMMON, the options every bench gets (default
+# "--start host --workers all --warmup 1 --reps 3").
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
@@ -16,7 +17,7 @@ export LD_LIBRARY_PATH=$root/bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+
 bin=$(bash "$root/scripts/bundle_bin.sh")
 export STARPU_HOME=${STARPU_HOME:-$(mktemp -d /tmp/starfact-tune.XXXXXX)}
 export STARPU_SILENT=1
-common=(--start host --workers all --warmup 1 --reps 3)
+read -r -a common <<< "${TUNE_COMMON:---start host --workers all --warmup 1 --reps 3}"
 potrf=${TUNE_POTRF:---sizes 8192,16384,32768,46000 --nb 1024,2048,4096}
 getrf=${TUNE_GETRF:---sizes 8192,16384,32768 --nb 4096,8192,16384 --ib 1024 --trtri 1}
 geqrf=${TUNE_GEQRF:---sizes 8192,16384,32768 --nb 2048,4096,8192 --ib 256 --tree auto}
