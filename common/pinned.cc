@@ -21,22 +21,23 @@
 namespace starfact {
 namespace {
 
-// Pieces pinned by one call each: large enough that the per-call cost of the driver does not
-// count, small enough that every core gets several.
-constexpr std::size_t kPiece = std::size_t(256) << 20;
 // Aligned to a huge page, so that the kernel can back the buffer with transparent huge pages
 // (fewer faults, fewer pages to pin).
 constexpr std::size_t kAlign = std::size_t(2) << 20;
+// The pages are faulted in chunks of this size, spread over the cores.
+constexpr std::size_t kFaultChunk = std::size_t(64) << 20;
 
 std::size_t rounded(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-std::int64_t pieces(std::size_t bytes) { return static_cast<std::int64_t>((bytes + kPiece - 1) / kPiece); }
+std::size_t piece_start(const std::vector<std::size_t>& ends, std::int64_t k) {
+    return k == 0 ? 0 : ends[static_cast<std::size_t>(k - 1)];
+}
 
-void unpin_pieces(char* base, std::size_t bytes, const std::atomic<bool>* pinned) {
-    parallel_for64(pieces(bytes), [&](std::int64_t k) {
+void unpin_pieces(char* base, const std::vector<std::size_t>& ends, const std::atomic<bool>* pinned) {
+    parallel_for64(static_cast<std::int64_t>(ends.size()), [&](std::int64_t k) {
         if (pinned && !pinned[k].load()) return;
-        const std::size_t off = static_cast<std::size_t>(k) * kPiece;
-        starpu_memory_unpin(base + off, std::min(kPiece, bytes - off));
+        const std::size_t off = piece_start(ends, k);
+        starpu_memory_unpin(base + off, ends[static_cast<std::size_t>(k)] - off);
     });
 }
 
@@ -54,12 +55,17 @@ PinMode host_pin_mode() {
                                                                                               : PinMode::Whole;
 }
 
-void* host_matrix_alloc(std::size_t bytes, PinMode& mode) {
+void* host_matrix_alloc(std::size_t bytes, const std::vector<std::size_t>& piece_ends, PinMode& mode) {
     mode = host_pin_mode();
     // Without CUDA workers there is nothing to pin for (and cudaHostRegister would fail).
     if (mode == PinMode::Pieces && !(starpu_is_initialized() && starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0))
         mode = PinMode::None;
     if (bytes == 0) return nullptr;
+    if (mode == PinMode::Pieces) {
+        bool ok = !piece_ends.empty() && piece_ends.back() == bytes;
+        for (std::size_t k = 0; ok && k < piece_ends.size(); ++k) ok = piece_ends[k] > (k ? piece_ends[k - 1] : 0);
+        if (!ok) throw ArgumentError("piece_ends", "must increase and end at the buffer's size");
+    }
     const auto fail = [&](const char* what) {
         return RuntimeError(fmt::format("cannot {} {:.2f} GiB of host memory for a matrix", what,
                                         static_cast<double>(bytes) / (1 << 30)));
@@ -76,39 +82,42 @@ void* host_matrix_alloc(std::size_t bytes, PinMode& mode) {
 #endif
     if (mode == PinMode::None) return p;
     char* base = static_cast<char*>(p);
-    const std::int64_t count = pieces(bytes);
+    // Fault the pages on every core first: the driver's pinning then finds them present.
+    const std::size_t page = static_cast<std::size_t>(std::max(4096L, sysconf(_SC_PAGESIZE)));
+    parallel_for64(static_cast<std::int64_t>((bytes + kFaultChunk - 1) / kFaultChunk), [&](std::int64_t c) {
+        const std::size_t off = static_cast<std::size_t>(c) * kFaultChunk;
+        const std::size_t len = std::min(kFaultChunk, bytes - off);
+        for (std::size_t b = 0; b < len; b += page) base[off + b] = 0;
+    });
+    const std::int64_t count = static_cast<std::int64_t>(piece_ends.size());
     // Which pieces were pinned, so that a failure unpins exactly those.
     std::unique_ptr<std::atomic<bool>[]> pinned(new std::atomic<bool>[static_cast<std::size_t>(count)]);
+    for (std::int64_t k = 0; k < count; ++k) pinned[k] = false;
     std::atomic<bool> failed{false};
-    const long page = std::max(4096L, sysconf(_SC_PAGESIZE));
     parallel_for64(count, [&](std::int64_t k) {
-        pinned[k] = false;
         if (failed.load()) return;
-        const std::size_t off = static_cast<std::size_t>(k) * kPiece;
-        const std::size_t len = std::min(kPiece, bytes - off);
-        // Fault the pages here, on this core, before the driver pins them.
-        for (std::size_t b = 0; b < len; b += static_cast<std::size_t>(page)) base[off + b] = 0;
-        if (starpu_memory_pin(base + off, len) == 0)
+        const std::size_t off = piece_start(piece_ends, k);
+        if (starpu_memory_pin(base + off, piece_ends[static_cast<std::size_t>(k)] - off) == 0)
             pinned[k] = true;
         else
             failed = true;
     });
     if (failed.load()) {
-        unpin_pieces(base, bytes, pinned.get());
+        unpin_pieces(base, piece_ends, pinned.get());
         std::free(p);
         throw fail("pin");
     }
     return p;
 }
 
-void host_matrix_free(void* p, std::size_t bytes, PinMode mode) noexcept {
-    if (p == nullptr) return;
+void host_matrix_free(void* p, std::size_t bytes, const std::vector<std::size_t>& piece_ends, PinMode mode) noexcept {
+    if (p == nullptr || bytes == 0) return;
     switch (mode) {
         case PinMode::Whole:
             starpu_free(p);
             return;
         case PinMode::Pieces:
-            unpin_pieces(static_cast<char*>(p), bytes, nullptr);
+            unpin_pieces(static_cast<char*>(p), piece_ends, nullptr);
             std::free(p);
             return;
         case PinMode::None:

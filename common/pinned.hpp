@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 namespace starfact {
 
@@ -22,11 +23,19 @@ enum class PinMode {
 PinMode host_pin_mode();
 
 /// `bytes` of host memory (uninitialised contents, at least 64-byte aligned) allocated as
-/// host_pin_mode() says, which it stores in `mode`. Throws RuntimeError when the memory cannot
-/// be allocated or pinned (nothing is held then). StarPU must be initialised.
-void* host_matrix_alloc(std::size_t bytes, PinMode& mode);
+/// host_pin_mode() says, which it stores in `mode`. In Pieces mode, piece k is the byte range
+/// [piece_ends[k-1], piece_ends[k]) (increasing, the last one `bytes`), each pinned by its own
+/// call: a CUDA copy must not cross from one to the next, so no transferred block may straddle
+/// an end. Throws RuntimeError when the memory cannot be allocated or pinned (nothing is held
+/// then), ArgumentError when piece_ends is not increasing or does not end at `bytes`. StarPU
+/// must be initialised.
+void* host_matrix_alloc(std::size_t bytes, const std::vector<std::size_t>& piece_ends, PinMode& mode);
 
-/// Frees a buffer of host_matrix_alloc (same bytes and mode); null does nothing.
-void host_matrix_free(void* p, std::size_t bytes, PinMode mode) noexcept;
+/// Frees a buffer of host_matrix_alloc (same bytes, piece ends and mode); null does nothing.
+void host_matrix_free(void* p, std::size_t bytes, const std::vector<std::size_t>& piece_ends, PinMode mode) noexcept;
+
+/// The size the pieces aim at: large enough that the driver's cost per call does not count,
+/// small enough that every core gets several.
+constexpr std::size_t kPinPiece = std::size_t(256) << 20;
 
 }  // namespace starfact

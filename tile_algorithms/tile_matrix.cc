@@ -48,7 +48,8 @@ TileMatrix<T>::TileMatrix(int m, int n, int nb) {
     set_shape(m, n, nb);
     if (bytes_ > 0) {
         // Pinned when CUDA workers exist, so that transfers are asynchronous.
-        storage_ = static_cast<T*>(host_matrix_alloc(bytes_, pin_));
+        pieces_ = pin_piece_ends(m, n, nb);
+        storage_ = static_cast<T*>(host_matrix_alloc(bytes_, pieces_, pin_));
     }
     register_tiles();
 }
@@ -77,6 +78,27 @@ std::size_t TileMatrix<T>::tile_offset(int m, int n, int nb, int i, int j) {
 }
 
 template <class T>
+std::vector<std::size_t> TileMatrix<T>::pin_piece_ends(int m, int n, int nb) {
+    std::vector<std::size_t> ends;
+    if (m <= 0 || n <= 0 || nb <= 0) return ends;
+    const int mt = static_cast<int>((static_cast<long long>(m) + nb - 1) / nb);
+    const int nt = static_cast<int>((static_cast<long long>(n) + nb - 1) / nb);
+    std::size_t start = 0;
+    // Storage order: tile column after tile column, tile after tile inside a column.
+    for (int j = 0; j < nt; ++j)
+        for (int i = 0; i < mt; ++i) {
+            const std::size_t end = (tile_offset(m, n, nb, i, j) + static_cast<std::size_t>(tile_extent(m, nb, i)) *
+                                                                      static_cast<std::size_t>(tile_extent(n, nb, j))) *
+                                    sizeof(T);
+            if (end - start >= kPinPiece || (j == nt - 1 && i == mt - 1)) {
+                ends.push_back(end);
+                start = end;
+            }
+        }
+    return ends;
+}
+
+template <class T>
 long long TileMatrix<T>::max_tile_elements(int m, int n, int nb) {
     return static_cast<long long>(std::min(nb, m)) * std::min(nb, n);
 }
@@ -91,7 +113,7 @@ template <class T>
 void TileMatrix<T>::release() noexcept {
     for (starpu_data_handle_t h : handles_) starpu_data_unregister(h);
     handles_.clear();
-    if (storage_ && owns_storage_) host_matrix_free(storage_, bytes_, pin_);
+    if (storage_ && owns_storage_) host_matrix_free(storage_, bytes_, pieces_, pin_);
     storage_ = nullptr;
 }
 
@@ -103,7 +125,7 @@ TileMatrix<T>::~TileMatrix() {
 template <class T>
 TileMatrix<T>::TileMatrix(TileMatrix&& o) noexcept
     : m_(o.m_), n_(o.n_), nb_(o.nb_), mt_(o.mt_), nt_(o.nt_), storage_(o.storage_), owns_storage_(o.owns_storage_),
-      pin_(o.pin_), bytes_(o.bytes_), handles_(std::move(o.handles_)) {
+      pin_(o.pin_), pieces_(std::move(o.pieces_)), bytes_(o.bytes_), handles_(std::move(o.handles_)) {
     o.storage_ = nullptr;
     o.handles_.clear();
     o.m_ = o.n_ = o.mt_ = o.nt_ = 0;
@@ -117,6 +139,7 @@ TileMatrix<T>& TileMatrix<T>::operator=(TileMatrix&& o) noexcept {
         storage_ = o.storage_;
         owns_storage_ = o.owns_storage_;
         pin_ = o.pin_;
+        pieces_ = std::move(o.pieces_);
         bytes_ = o.bytes_;
         handles_ = std::move(o.handles_);
         o.storage_ = nullptr;

@@ -39,6 +39,10 @@ public:
     /// Elements of the largest tile, min(nb, m) * min(nb, n), in 64 bits: the constructor and
     /// wrap() refuse more than 2^31-1.
     static long long max_tile_elements(int m, int n, int nb);
+    /// The pieces the storage is pinned in (common/pinned.hpp), as byte offsets where each
+    /// ends: runs of whole consecutive tiles of about kPinPiece bytes or more (a larger tile is
+    /// a piece alone), so that no tile's transfer crosses from one pinned range to the next.
+    static std::vector<std::size_t> pin_piece_ends(int m, int n, int nb);
     ~TileMatrix();
     TileMatrix(TileMatrix&& other) noexcept;
     TileMatrix& operator=(TileMatrix&& other) noexcept;
@@ -78,6 +82,7 @@ private:
     T* storage_ = nullptr;
     bool owns_storage_ = true;
     PinMode pin_ = PinMode::Whole;
+    std::vector<std::size_t> pieces_;
     std::size_t bytes_ = 0;
     std::vector<starpu_data_handle_t> handles_;
 };
