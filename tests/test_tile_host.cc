@@ -127,7 +127,9 @@ TEST(TilePinPieces, RunsOfWholeTiles) {
             const std::size_t start = k ? ends[k - 1] : 0;
             ASSERT_GT(ends[k], start);
             EXPECT_TRUE(std::binary_search(tile_ends.begin(), tile_ends.end(), ends[k])) << "piece " << k << " ends mid-tile";
-            if (k + 1 < ends.size()) EXPECT_GE(ends[k] - start, kPinPiece) << "piece " << k;
+            if (k + 1 < ends.size()) {
+                EXPECT_GE(ends[k] - start, kPinPiece) << "piece " << k;
+            }
             EXPECT_LT(ends[k] - start, kPinPiece + largest) << "piece " << k;
         }
     }
