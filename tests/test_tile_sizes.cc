@@ -37,6 +37,22 @@ TEST(TileSizes, EveryOrderGivesValidSizes) {
             }
 }
 
+TEST(TileSizes, H200CholeskyFollowsTheSweep) {
+    // The rows filled from bench/results/2026-12-04-h200-tile-sweep.csv.
+    const char* gpu = "NVIDIA H200";
+    EXPECT_EQ(default_tile_sizes(Factorization::Cholesky, 8192, 8192, gpu).nb, 2048);
+    EXPECT_EQ(default_tile_sizes(Factorization::Cholesky, 12288, 12288, gpu).nb, 2048);
+    EXPECT_EQ(default_tile_sizes(Factorization::Cholesky, 16384, 16384, gpu).nb, 4096);
+    EXPECT_EQ(default_tile_sizes(Factorization::Cholesky, 24576, 24576, gpu).nb, 4096);
+    for (int n : {32768, 46000, 65536, 100000}) {
+        const TileSizes t = default_tile_sizes(Factorization::Cholesky, n, n, gpu);
+        EXPECT_EQ(t.nb, 2048) << "n = " << n;
+        EXPECT_EQ(t.ib, t.nb) << "n = " << n;
+    }
+    // Other GPUs keep their rows.
+    EXPECT_EQ(default_tile_sizes(Factorization::Cholesky, 16384, 16384, "NVIDIA H100 80GB HBM3").nb, 1024);
+}
+
 TEST(TileSizes, UnknownGpusTakeTheGenericRows) {
     for (Factorization f : kAll)
         for (int n : {4096, 32768}) {

@@ -25,7 +25,14 @@ struct TileRule {
 // factors and the extra flops of the blocked updates grow with it. On CPU cores alone, narrow
 // inner blocks keep the incremental pivoting's extra triangular work small.
 constexpr TileRule kRules[] = {
-    {"H200", Factorization::Cholesky, INT_MAX, 1024, 1024}, {"H200", Factorization::Lu, INT_MAX, 8192, 1024},
+    // Cholesky: around 16384 the 4x4 grid of 4096 tiles runs GEMMs large enough to fill the GPU
+    // with few enough tasks; below that there are too few tiles to overlap the transfers from
+    // host memory, and above it 2048 tiles keep more streams busy with GEMMs that are still
+    // near peak.
+    {"H200", Factorization::Cholesky, 12288, 2048, 2048},
+    {"H200", Factorization::Cholesky, 24576, 4096, 4096},
+    {"H200", Factorization::Cholesky, INT_MAX, 2048, 2048},
+    {"H200", Factorization::Lu, INT_MAX, 8192, 1024},
     {"H200", Factorization::Qr, INT_MAX, 4096, 256},        {"", Factorization::Cholesky, INT_MAX, 1024, 1024},
     {"", Factorization::Lu, INT_MAX, 8192, 1024},           {"", Factorization::Qr, INT_MAX, 4096, 256},
 };
