@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <starpu.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/host_pool.hpp"
@@ -174,6 +176,22 @@ std::string Runtime::gpu_name() const {
         if (const cudaDeviceProp* p = starpu_cuda_get_device_properties(static_cast<unsigned>(w))) return p->name;
 #endif
     return "";
+}
+
+std::int64_t Runtime::cuda_memory_bytes() const {
+    std::int64_t total = 0;
+    std::vector<unsigned> seen;
+    const unsigned nw = starpu_worker_get_count();
+    for (unsigned w = 0; w < nw; ++w) {
+        if (starpu_worker_get_type(static_cast<int>(w)) != STARPU_CUDA_WORKER) continue;
+        const unsigned node = starpu_worker_get_memory_node(w);
+        // Several workers (streams) of one GPU share its memory node: count it once.
+        if (std::find(seen.begin(), seen.end(), node) != seen.end()) continue;
+        seen.push_back(node);
+        const starpu_ssize_t bytes = starpu_memory_get_total(node);
+        if (bytes > 0) total += bytes;
+    }
+    return total;
 }
 
 std::string Runtime::perfmodel_dir() {

@@ -2,6 +2,7 @@
 // cuSOLVER handles. Create one before any TileMatrix and destroy it after the last one.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ public:
     std::vector<std::string> gpus() const;
     /// The device name of the first CUDA worker's GPU (e.g. "NVIDIA H200"), "" without one.
     std::string gpu_name() const;
+    /// The memory StarPU may use on the GPUs of the CUDA workers, summed over devices, in bytes
+    /// (the device memory, or STARPU_LIMIT_CUDA_MEM where it is set); 0 without a CUDA worker.
+    std::int64_t cuda_memory_bytes() const;
     /// The directory holding the performance models (STARPU_PERF_MODEL_DIR or $STARPU_HOME/.starpu/sampling).
     static std::string perfmodel_dir();
     static std::string starpu_version();

@@ -127,7 +127,7 @@ nlohmann::ordered_json runtime_config(const Runtime& rt) {
 }
 
 TileSizes tile_sizes(Factorization f, const FactorOptions& o, int m, int n, const Runtime& rt) {
-    const TileSizes table = default_tile_sizes(f, m, n, rt);
+    const TileSizes table = default_tile_sizes(f, m, n, rt, o.prec == "s" ? sizeof(float) : sizeof(double));
     const int nb = o.nb > 0 ? o.nb : table.nb;
     if (f == Factorization::Cholesky) return {nb, nb};
     return {nb, std::min(o.ib > 0 ? o.ib : table.ib, nb)};

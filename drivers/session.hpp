@@ -19,7 +19,7 @@ namespace starfact::cli {
 /// Options of the factorization subcommands.
 struct FactorOptions {
     int n = 4096;
-    int nb = 0;  ///< 0: automatic (1024 with a GPU, 256 without)
+    int nb = 0;  ///< 0: from the tile-size table (tile_algorithms/tile_sizes.hpp)
     std::string prec = "d";
     bool check = false;
     int niter = 1;

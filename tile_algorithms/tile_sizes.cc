@@ -45,7 +45,8 @@ bool tall_skinny(int m, int n) { return n > 0 && n <= 4096 && m >= 8 * static_ca
 
 }  // namespace
 
-TileSizes default_tile_sizes(Factorization f, int m, int n, const std::string& gpu) {
+TileSizes default_tile_sizes(Factorization f, int m, int n, const std::string& gpu, std::int64_t matrix_bytes,
+                             std::int64_t gpu_bytes) {
     if (gpu.empty()) {
         const int nb = 256;
         return {nb, f == Factorization::Cholesky ? nb : std::min(nb, 32)};
@@ -63,15 +64,21 @@ TileSizes default_tile_sizes(Factorization f, int m, int n, const std::string& g
         if (best == nullptr || (named && *best->gpu == '\0')) best = &r;
         if (named) break;
     }
-    const int nb = best ? best->nb : 1024;
+    int nb = best ? best->nb : 1024;
+    // Out of core, a right-looking Cholesky streams the trailing matrix through the GPU at every
+    // tile step, so the traffic falls with the tile size while the GEMMs stay near peak.
+    if (f == Factorization::Cholesky && gpu_bytes > 0 && matrix_bytes > gpu_bytes)
+        nb = std::max(nb, std::min(kOutOfCoreCholeskyNb, n));
     const int ib = best ? std::min(best->ib, nb) : nb;
     return {nb, f == Factorization::Cholesky ? nb : ib};
 }
 
-TileSizes default_tile_sizes(Factorization f, int m, int n, const Runtime& rt) {
+TileSizes default_tile_sizes(Factorization f, int m, int n, const Runtime& rt, std::size_t elem_bytes) {
     if (rt.ncuda() == 0) return default_tile_sizes(f, m, n, std::string());
     const std::string name = rt.gpu_name();
-    return default_tile_sizes(f, m, n, name.empty() ? std::string("unnamed GPU") : name);  // generic rows
+    const std::int64_t matrix_bytes = static_cast<std::int64_t>(m) * n * static_cast<std::int64_t>(elem_bytes);
+    return default_tile_sizes(f, m, n, name.empty() ? std::string("unnamed GPU") : name,  // generic rows
+                              matrix_bytes, rt.cuda_memory_bytes());
 }
 
 }  // namespace starfact
