@@ -13,11 +13,13 @@
 #include "common/blas.hpp"
 #include "common/matgen.hpp"
 #include "common/parallel.hpp"
+#include "common/runtime.hpp"
 #include "common/scalar_traits.hpp"
 
 namespace starfact::checks {
 namespace {
-// StarPU's CPU workers run single-threaded BLAS; a check runs between factorizations.
+// StarPU's CPU workers run single-threaded BLAS; a check runs between factorizations, with
+// the workers paused.
 class AllThreads {
 public:
     AllThreads() : previous_(openblas_get_num_threads()) { openblas_set_num_threads(static_cast<int>(all_cores())); }
@@ -27,6 +29,7 @@ public:
 
 private:
     int previous_;
+    PausedWorkers paused_;  // the cores are the check's, not the polling workers'
 };
 
 using Index = std::int64_t;

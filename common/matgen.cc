@@ -8,6 +8,7 @@
 
 #include "common/blas.hpp"
 #include "common/parallel.hpp"
+#include "common/runtime.hpp"
 
 namespace starfact::matgen {
 namespace {
@@ -36,6 +37,7 @@ constexpr int kSpdBlock = 128;
 template <class T>
 void uniform(int m, int n, std::uint64_t seed, T* A, int lda) {
     const std::uint64_t ms = mix(seed);
+    const PausedWorkers paused;
     parallel_for(
         n,
         [=](int j) {
@@ -60,6 +62,7 @@ void spd(int n, std::uint64_t seed, T* A, int lda) {
     const std::int64_t blocks = (n + kSpdBlock - 1) / kSpdBlock;
     const std::int64_t pairs = blocks * (blocks + 1) / 2;
     const std::int64_t ld = lda;
+    const PausedWorkers paused;
     parallel_for64(
         pairs,
         [=](std::int64_t p) {

@@ -178,7 +178,7 @@ std::string Runtime::gpu_name() const {
     return "";
 }
 
-std::int64_t Runtime::cuda_memory_bytes() const {
+std::int64_t Runtime::cuda_memory_bytes() {
     std::int64_t total = 0;
     std::vector<unsigned> seen;
     const unsigned nw = starpu_worker_get_count();
@@ -212,6 +212,24 @@ std::string Runtime::starpu_version() {
 
 bool Runtime::active() { return g_active.load(); }
 double Runtime::cpu_max_slowdown() { return g_cpu_max_slowdown.load(); }
+
+namespace {
+// starpu_pause's depth counter is not atomic: guards on several threads take turns here.
+std::mutex g_pause_mutex;
+}  // namespace
+
+PausedWorkers::PausedWorkers() {
+    if (!starpu_is_initialized() || starpu_worker_get_id() >= 0) return;
+    std::lock_guard<std::mutex> lock(g_pause_mutex);
+    starpu_pause();
+    paused_ = true;
+}
+
+PausedWorkers::~PausedWorkers() {
+    if (!paused_) return;
+    std::lock_guard<std::mutex> lock(g_pause_mutex);
+    starpu_resume();
+}
 
 }  // namespace starfact
 

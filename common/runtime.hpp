@@ -56,7 +56,7 @@ public:
     std::string gpu_name() const;
     /// The memory StarPU may use on the GPUs of the CUDA workers, summed over devices, in bytes
     /// (the device memory, or STARPU_LIMIT_CUDA_MEM where it is set); 0 without a CUDA worker.
-    std::int64_t cuda_memory_bytes() const;
+    static std::int64_t cuda_memory_bytes();
     /// The directory holding the performance models (STARPU_PERF_MODEL_DIR or $STARPU_HOME/.starpu/sampling).
     static std::string perfmodel_dir();
     static std::string starpu_version();
@@ -64,6 +64,27 @@ public:
     static bool active();
     /// The CPU admission limit in effect (RuntimeOptions::cpu_max_slowdown, resolved).
     static double cpu_max_slowdown();
+};
+
+/// While one lives, StarPU's workers take no new task and sleep (starpu_pause) instead of
+/// polling, so that a host-side loop on every core (matrix generation, layout conversion, the
+/// checks) has the cores to itself: with 15 polling workers on 16 cores such a loop runs at a
+/// fraction of its speed. Tasks already running finish; the others wait until the last guard
+/// goes (starpu_resume). Nothing may wait for a task or a data transfer (starpu_task_wait_*,
+/// starpu_data_acquire of a tile that is not in main memory) while a guard lives. Guards nest;
+/// without StarPU, or on one of its worker threads, a guard does nothing.
+class PausedWorkers {
+public:
+    PausedWorkers();
+    ~PausedWorkers();
+    PausedWorkers(const PausedWorkers&) = delete;
+    PausedWorkers& operator=(const PausedWorkers&) = delete;
+
+    /// Whether this guard paused the workers (false: a no-op guard).
+    bool paused() const { return paused_; }
+
+private:
+    bool paused_ = false;
 };
 
 }  // namespace starfact

@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "common/matgen.hpp"
 #include "common/parallel.hpp"
+#include "common/runtime.hpp"
 
 namespace starfact::cli {
 namespace {
@@ -55,6 +56,7 @@ void require_lapack(const TileMatrix<T>& t, const T* A, int lda) {
 
 template <class T>
 void parallel_copy(const T* src, std::int64_t count, T* dst) {
+    const PausedWorkers paused;
     parallel_ranges(
         count, std::int64_t(1) << 18,
         [&](std::int64_t lo, std::int64_t hi) { std::memcpy(dst + lo, src + lo, sizeof(T) * (hi - lo)); },
@@ -65,6 +67,7 @@ template <class T>
 HostArray<T> copy_of(const T* A, int rows, int cols, int lda) {
     const std::int64_t ld = std::max(1, rows);
     HostArray<T> C(ld * cols);
+    const PausedWorkers paused;
     parallel_for(
         cols, [&](int j) { std::memcpy(C.data() + j * ld, A + static_cast<std::int64_t>(j) * lda, sizeof(T) * rows); },
         threads_for(ld * cols));

@@ -4,14 +4,19 @@
 // layout and restore the matrix after a factorization, and `--niter 3` runs of every
 // factorization subcommand give three rows and a checked last one, with either check.
 #include <gtest/gtest.h>
+#include <starpu.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -20,6 +25,7 @@
 #include "common/blas.hpp"
 #include "common/checks.hpp"
 #include "common/matgen.hpp"
+#include "common/runtime.hpp"
 #include "drivers/run_support.hpp"
 #include "test_support.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
@@ -267,6 +273,47 @@ TEST(CheckKind, FullUpToTheWorkOfN16384) {
     EXPECT_EQ(drivers::resolve_check_kind("probe", 10, 10), checks::CheckKind::Probe);
     EXPECT_EQ(drivers::resolve_check_kind("full", 50000, 50000), checks::CheckKind::Full);
     EXPECT_EQ(drivers::resolve_check_kind("auto", 50000, 50000), checks::CheckKind::Probe);
+}
+
+// ---- the workers sleep while the host works ------------------------------------------------------
+
+std::atomic<int> g_task_runs{0};
+void count_run(void**, void*) { ++g_task_runs; }
+
+class PausedWorkersTest : public RuntimeTest {};
+
+// A task submitted while a guard lives does not start until the last guard is gone, and then
+// runs; nested guards count.
+TEST_F(PausedWorkersTest, NoTaskStartsUntilTheLastGuardGoes) {
+    starpu_codelet cl;
+    starpu_codelet_init(&cl);
+    cl.where = STARPU_CPU;
+    cl.cpu_funcs[0] = count_run;
+    cl.nbuffers = 0;
+    cl.name = "paused_workers_probe";
+    g_task_runs = 0;
+    auto outer = std::make_unique<PausedWorkers>();
+    ASSERT_TRUE(outer->paused());
+    auto inner = std::make_unique<PausedWorkers>();
+    starpu_task* task = starpu_task_create();
+    task->cl = &cl;
+    task->synchronous = 0;
+    ASSERT_EQ(starpu_task_submit(task), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(g_task_runs.load(), 0) << "a task ran under two guards";
+    inner.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(g_task_runs.load(), 0) << "a task ran under the outer guard";
+    outer.reset();
+    ASSERT_EQ(starpu_task_wait_for_all(), 0);
+    EXPECT_EQ(g_task_runs.load(), 1);
+}
+
+// Without StarPU a guard does nothing.
+TEST(PausedWorkersWithoutStarpu, DoesNothing) {
+    ASSERT_FALSE(starpu_is_initialized());
+    const PausedWorkers guard;
+    EXPECT_FALSE(guard.paused());
 }
 
 // ---- the tile refills and the probes on tile factors -------------------------------------------

@@ -96,6 +96,45 @@ TYPED_TEST(TileHost, TilesFilledFromASourceHoldTheMatrix) {
     }
 }
 
+// A Cholesky's fill writes the tiles of its triangle (the diagonal tiles whole) with the
+// matrix's bits and leaves every other tile as it was.
+TYPED_TEST(TileHost, TriangleFillWritesOnlyThatTriangle) {
+    using T = TypeParam;
+    for (const char uplo : {'L', 'U'})
+        for (const auto& [n, nb] : {std::pair{130, 32}, {300, 300}, {1, 4}, {257, 64}}) {
+            SCOPED_TRACE(::testing::Message() << uplo << ", n " << n << ", nb " << nb);
+            HostMatrix<T> S(n, n, n);
+            matgen::spd(n, this->seed(), S.ptr(), S.ld);
+            TileMatrix<T> t(n, n, nb);
+            const T marker = T(-12.5);
+            fill_tiles_from<T>(t, [marker](int, int, int rows, int cols, T* B, int ldb) {
+                for (int c = 0; c < cols; ++c) {
+                    T* column = B + static_cast<std::size_t>(c) * ldb;
+                    std::fill(column, column + rows, marker);
+                }
+            });
+            fill_triangle_tiles_from<T>(uplo, t, spd_source<T>(n, this->seed()));
+            HostMatrix<T> C(n, n, n);
+            t.to_lapack(C.ptr(), C.ld);
+            int written = 0, kept = 0;
+            for (int j = 0; j < n; ++j)
+                for (int i = 0; i < n; ++i) {
+                    const int I = i / nb, J = j / nb;
+                    if (uplo == 'L' ? I >= J : I <= J) {
+                        ASSERT_EQ(C(i, j), S(i, j)) << "(" << i << ", " << j << ") in the triangle's tiles";
+                        ++written;
+                    } else {
+                        ASSERT_EQ(C(i, j), marker) << "(" << i << ", " << j << ") outside the triangle's tiles";
+                        ++kept;
+                    }
+                }
+            EXPECT_GT(written, 0);
+            if (n > nb) {
+                EXPECT_GT(kept, 0);
+            }
+        }
+}
+
 // The pinned pieces cover the storage in order, each a run of whole tiles (a tile's transfer
 // never crosses two pinned ranges) of at least kPinPiece bytes but the last, and no longer than
 // needed to reach that size.

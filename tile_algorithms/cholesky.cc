@@ -6,6 +6,7 @@
 #include "codelets/codelets.hpp"
 #include "common/error.hpp"
 #include "common/kernel_error.hpp"
+#include "tile_algorithms/finished_tiles.hpp"
 #include "tile_algorithms/priorities.hpp"
 
 namespace starfact {
@@ -26,7 +27,7 @@ void check_square(const TileMatrix<T>& A) {
 
 // A = L L^T: at step k factor A(k,k), solve the tiles below it, update the trailing lower triangle.
 template <class T>
-void submit_potrf_lower(TileMatrix<T>& A, const InfoVector& info) {
+void submit_potrf_lower(TileMatrix<T>& A, const InfoVector& info, const detail::FinishedTiles& finished) {
     const int nt = A.nt();
     const Priorities prio{nt};
     for (int k = 0; k < nt; ++k) {
@@ -37,12 +38,13 @@ void submit_potrf_lower(TileMatrix<T>& A, const InfoVector& info) {
             for (int i = j + 1; i < nt; ++i)
                 submit_gemm<T>('N', 'T', T(-1), A(i, k), A(j, k), T(1), A(i, j), prio.update(k, j));
         }
+        for (int i = k; i < nt; ++i) finished.done(A(i, k));  // tile column k of L
     }
 }
 
 // A = U^T U: the transpose of the lower loop, on the upper triangle.
 template <class T>
-void submit_potrf_upper(TileMatrix<T>& A, const InfoVector& info) {
+void submit_potrf_upper(TileMatrix<T>& A, const InfoVector& info, const detail::FinishedTiles& finished) {
     const int nt = A.nt();
     const Priorities prio{nt};
     for (int k = 0; k < nt; ++k) {
@@ -53,6 +55,7 @@ void submit_potrf_upper(TileMatrix<T>& A, const InfoVector& info) {
             for (int j = i + 1; j < nt; ++j)
                 submit_gemm<T>('T', 'N', T(-1), A(k, i), A(k, j), T(1), A(i, j), prio.update(k, j));
         }
+        for (int j = k; j < nt; ++j) finished.done(A(k, j));  // tile row k of U
     }
 }
 
@@ -89,10 +92,13 @@ int potrf(char uplo, TileMatrix<T>& A) {
     check_uplo(uplo);
     check_square(A);
     InfoVector info(A.nt());
+    // The triangle's tiles stay on the GPUs while the factorization runs.
+    const detail::FinishedTiles finished(static_cast<std::int64_t>(A.nt()) * (A.nt() + 1) / 2 * A.nb() *
+                                         std::int64_t(A.nb()) * static_cast<std::int64_t>(sizeof(T)));
     if (is_lower(uplo))
-        submit_potrf_lower(A, info);
+        submit_potrf_lower(A, info, finished);
     else
-        submit_potrf_upper(A, info);
+        submit_potrf_upper(A, info, finished);
     starpu_task_wait_for_all();
     throw_if_kernel_error();
     return info.global_info(A.nb());

@@ -39,23 +39,26 @@ unsigned threads_for(Index entries) { return entries < kSerialEntries ? 1u : 0u;
 }  // namespace
 
 template <class T>
-HostTiles<T>::HostTiles(const TileMatrix<T>& t, starpu_data_access_mode mode) : t_(t) {
-    const std::size_t count = static_cast<std::size_t>(t.mt()) * t.nt();
+HostTiles<T>::HostTiles(const TileMatrix<T>& t, starpu_data_access_mode mode, const std::function<bool(int, int)>& wanted)
+    : mt_(static_cast<std::size_t>(t.mt())), ptr_(mt_ * static_cast<std::size_t>(t.nt()), nullptr), ld_(ptr_.size(), 0) {
+    const auto want = [&](int i, int j) { return !wanted || wanted(i, j); };
     if (mode & STARPU_R)
         for (int j = 0; j < t.nt(); ++j)
-            for (int i = 0; i < t.mt(); ++i) starpu_data_fetch_on_node(t(i, j), STARPU_MAIN_RAM, 1);
-    ptr_.reserve(count);
-    ld_.reserve(count);
+            for (int i = 0; i < t.mt(); ++i)
+                if (want(i, j)) starpu_data_fetch_on_node(t(i, j), STARPU_MAIN_RAM, 1);
     for (int j = 0; j < t.nt(); ++j)
         for (int i = 0; i < t.mt(); ++i) {
+            if (!want(i, j)) continue;
             starpu_data_handle_t h = t(i, j);
             if (starpu_data_acquire(h, mode) != 0) {
                 release();
                 throw RuntimeError(fmt::format("cannot acquire tile ({}, {}) in main memory", i, j));
             }
-            ptr_.push_back(reinterpret_cast<T*>(starpu_matrix_get_local_ptr(h)));
-            ld_.push_back(static_cast<std::int64_t>(starpu_matrix_get_local_ld(h)));
+            acquired_.push_back(h);
+            ptr_[index(i, j)] = reinterpret_cast<T*>(starpu_matrix_get_local_ptr(h));
+            ld_[index(i, j)] = static_cast<std::int64_t>(starpu_matrix_get_local_ld(h));
         }
+    paused_.emplace();
 }
 
 template <class T>
@@ -65,10 +68,9 @@ HostTiles<T>::~HostTiles() {
 
 template <class T>
 void HostTiles<T>::release() noexcept {
-    for (std::size_t k = 0; k < ptr_.size(); ++k)
-        starpu_data_release(t_(static_cast<int>(k % t_.mt()), static_cast<int>(k / t_.mt())));
-    ptr_.clear();
-    ld_.clear();
+    paused_.reset();
+    for (starpu_data_handle_t h : acquired_) starpu_data_release(h);
+    acquired_.clear();
 }
 
 template <class T>
@@ -94,25 +96,43 @@ BlockSource<T> uniform_source(std::uint64_t seed) {
     };
 }
 
+namespace {
+// Fills the tiles (i, j) with wanted(i, j) from src, the tiles spread over every core.
 template <class T>
-void fill_tiles_from(TileMatrix<T>& t, const BlockSource<T>& src) {
-    const HostTiles<T> tiles(t, STARPU_W);
-    const int nb = t.nb();
-    // One tile column's tiles in pieces of at most kRows rows, so that a matrix of a few tile
-    // columns (LU's nb = 8192) still keeps every core busy.
-    constexpr int kRows = 512;
-    std::vector<std::pair<int, int>> pieces;  // (tile, first row), tile = i + j mt
+void fill_some_tiles(TileMatrix<T>& t, const BlockSource<T>& src, const std::function<bool(int, int)>& wanted) {
+    std::vector<std::pair<int, int>> where;  // the tiles to fill
     for (int j = 0; j < t.nt(); ++j)
         for (int i = 0; i < t.mt(); ++i)
-            for (int r = 0; r < t.tile_m(i); r += kRows) pieces.emplace_back(i + j * t.mt(), r);
+            if (wanted(i, j)) where.emplace_back(i, j);
+    const HostTiles<T> tiles(t, STARPU_W, wanted);
+    const int nb = t.nb();
+    // Each tile in pieces of at most kRows rows, so that a matrix of a few tile columns (LU's
+    // nb = 8192) still keeps every core busy.
+    constexpr int kRows = 512;
+    std::vector<std::pair<std::size_t, int>> pieces;  // (index in where, first row)
+    for (std::size_t k = 0; k < where.size(); ++k)
+        for (int r = 0; r < t.tile_m(where[k].first); r += kRows) pieces.emplace_back(k, r);
     parallel_for64(
         static_cast<Index>(pieces.size()),
         [&](Index p) {
-            const int i = pieces[p].first % t.mt(), j = pieces[p].first / t.mt(), r = pieces[p].second;
+            const auto [i, j] = where[pieces[p].first];
+            const int r = pieces[p].second;
             const int rows = std::min(kRows, t.tile_m(i) - r);
             src(i * nb + r, j * nb, rows, t.tile_n(j), tiles.tile(i, j) + r, static_cast<int>(tiles.ld(i, j)));
         },
         threads_for(static_cast<Index>(t.m()) * t.n()));
+}
+}  // namespace
+
+template <class T>
+void fill_tiles_from(TileMatrix<T>& t, const BlockSource<T>& src) {
+    fill_some_tiles(t, src, [](int, int) { return true; });
+}
+
+template <class T>
+void fill_triangle_tiles_from(char uplo, TileMatrix<T>& t, const BlockSource<T>& src) {
+    const bool lower = uplo == 'L' || uplo == 'l';
+    fill_some_tiles(t, src, [lower](int i, int j) { return lower ? i >= j : i <= j; });
 }
 
 template <class T>
@@ -121,6 +141,7 @@ void source_multiply(const BlockSource<T>& src, int m, int n, int nb, int k, con
     for (int c = 0; c < k; ++c) std::fill(Y + c * ldy, Y + c * ldy + m, 0.0);
     if (rowabs) std::fill(rowabs, rowabs + m, 0.0);
     if (m == 0 || n == 0) return;
+    const PausedWorkers paused;  // the whole matrix is generated again: every core
     nb = std::max(1, std::min(nb, 1024));  // a block of work per step; the buffer stays small
     const int mt = (m + nb - 1) / nb, nt = (n + nb - 1) / nb;
     // Each row block is one thread's: it owns those rows of Y and rowabs, no reduction needed.
@@ -298,6 +319,8 @@ template BlockSource<float> uniform_source<float>(std::uint64_t);
 template BlockSource<double> uniform_source<double>(std::uint64_t);
 template void fill_tiles_from<float>(TileMatrix<float>&, const BlockSource<float>&);
 template void fill_tiles_from<double>(TileMatrix<double>&, const BlockSource<double>&);
+template void fill_triangle_tiles_from<float>(char, TileMatrix<float>&, const BlockSource<float>&);
+template void fill_triangle_tiles_from<double>(char, TileMatrix<double>&, const BlockSource<double>&);
 template void source_multiply<float>(const BlockSource<float>&, int, int, int, int, const double*, std::int64_t,
                                      double*, std::int64_t, double*);
 template void source_multiply<double>(const BlockSource<double>&, int, int, int, int, const double*, std::int64_t,

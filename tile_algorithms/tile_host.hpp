@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
+#include "common/runtime.hpp"
 #include "tile_algorithms/tile_matrix.hpp"
 
 namespace starfact {
@@ -17,11 +19,15 @@ namespace starfact {
 /// Every tile of t acquired on main memory in `mode` (STARPU_R, STARPU_W or STARPU_RW), with
 /// where each lies there; all released when destroyed. For reading, every tile's transfer to
 /// main memory is started before the first acquisition waits, so that the transfers overlap.
-/// Throws RuntimeError (and holds nothing) when a tile cannot be acquired.
+/// Once the tiles are acquired, StarPU's workers are paused (PausedWorkers) until they are
+/// released, so that the host-side work meanwhile has every core (tasks on other data wait
+/// too). Throws RuntimeError (and holds nothing) when a tile cannot be acquired.
 template <class T>
 class HostTiles {
 public:
-    HostTiles(const TileMatrix<T>& t, starpu_data_access_mode mode);
+    /// `wanted(i, j)` (if given) picks the tiles to acquire; the others are not touched and
+    /// tile(i, j) is null for them.
+    HostTiles(const TileMatrix<T>& t, starpu_data_access_mode mode, const std::function<bool(int, int)>& wanted = {});
     ~HostTiles();
     HostTiles(const HostTiles&) = delete;
     HostTiles& operator=(const HostTiles&) = delete;
@@ -33,11 +39,13 @@ public:
     T* column(int i, int j, int c) const { return tile(i, j) + c * ld(i, j); }
 
 private:
-    std::size_t index(int i, int j) const { return static_cast<std::size_t>(j) * t_.mt() + i; }
+    std::size_t index(int i, int j) const { return static_cast<std::size_t>(j) * mt_ + i; }
     void release() noexcept;
-    const TileMatrix<T>& t_;
+    std::size_t mt_;
     std::vector<T*> ptr_;
     std::vector<std::int64_t> ld_;
+    std::vector<starpu_data_handle_t> acquired_;
+    std::optional<PausedWorkers> paused_;
 };
 
 /// A matrix given by its blocks: block(i0, j0, rows, cols, B, ldb) writes A(i0 + r, j0 + c),
@@ -59,6 +67,10 @@ BlockSource<T> uniform_source(std::uint64_t seed);
 /// for writing, so their copies on GPUs are dropped, not read back.
 template <class T>
 void fill_tiles_from(TileMatrix<T>& t, const BlockSource<T>& src);
+/// The same for the tiles a Cholesky of the `uplo` triangle reads ('L': tile row >= tile
+/// column, 'U': <=), half the work; the other tiles are neither acquired nor written.
+template <class T>
+void fill_triangle_tiles_from(char uplo, TileMatrix<T>& t, const BlockSource<T>& src);
 
 /// Y = A X and rowabs[i] = sum_j |A(i, j)|, A the m x n matrix of `src` visited once in blocks
 /// of nb x nb on every core; X is n x k (leading dimension ldx), Y m x k (ldy), in double.
