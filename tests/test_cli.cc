@@ -267,7 +267,15 @@ struct UsageCase {
     std::vector<std::string> named;  ///< what the message must mention (option, value)
 };
 
+// An order whose matrix exceeds this machine's memory even in single precision (100000 fits
+// the 128 GiB of the GPU machine).
+std::string order_beyond_memory() {
+    const double bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    return std::to_string(static_cast<long long>(std::ceil(std::sqrt(bytes / 4.0))) + 1);
+}
+
 TEST_F(Cli, UsageErrorsExitTwoNamingTheOptionWithNothingStarted) {
+    const std::string huge = order_beyond_memory();
     const std::vector<UsageCase> cases = {
         {{"potrf", "--bogus"}, {"--bogus"}},
         {{"potrf", "-n", "-5"}, {"-n", "-5"}},
@@ -280,8 +288,8 @@ TEST_F(Cli, UsageErrorsExitTwoNamingTheOptionWithNothingStarted) {
         {{"potrf", "--nb", "-1"}, {"--nb", "-1"}},
         {{"posv", "--nrhs", "-2"}, {"--nrhs", "-2"}},
         {{"potrf", "--nb"}, {"--nb"}},
-        {{"potrf", "-n", "100000"}, {"-n", "100000"}},
-        {{"posv", "-n", "100000", "--prec", "s"}, {"-n", "100000"}},
+        {{"potrf", "-n", huge}, {"-n", huge}},
+        {{"posv", "-n", huge, "--prec", "s"}, {"-n", huge}},
         {{"info", "--format", "csv"}, {"--format", "csv"}},
         {{}, {}},
     };

@@ -1,4 +1,4 @@
-// Out-of-core hints shared by the tile factorizations: once the matrix is larger than the memory
+// Out-of-core hints for tile Cholesky: once the matrix is larger than the memory
 // StarPU may use on the GPUs, each tile is announced finished (starpu_data_wont_use) right after
 // its last task of the factorization is submitted. StarPU then writes it back when the bus is
 // idle and evicts it first. Without the hint its eviction order is least recently used, which

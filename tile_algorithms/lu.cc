@@ -11,7 +11,6 @@
 #include "common/error.hpp"
 #include "common/kernel_error.hpp"
 #include "tile_algorithms/diagonal_copies.hpp"
-#include "tile_algorithms/finished_tiles.hpp"
 #include "tile_algorithms/priorities.hpp"
 
 namespace starfact {
@@ -39,14 +38,7 @@ class LuTasks {
 public:
     LuTasks(TileMatrix<T>& A, const LuFactors<T>& F, const InfoVector& info, const DiagonalCopies<T>& D,
             LuSchedule schedule)
-        : A_(A),
-          F_(F),
-          info_(info),
-          D_(D),
-          prio_{A.nt()},
-          schedule_(schedule),
-          workers_(eligible_workers()),
-          finished_(static_cast<std::int64_t>(A.m()) * A.n() * static_cast<std::int64_t>(sizeof(T))) {
+        : A_(A), F_(F), info_(info), D_(D), prio_{A.nt()}, schedule_(schedule), workers_(eligible_workers()) {
         if (schedule_ != LuSchedule::Dynamic && workers_.empty())
             throw RuntimeError("no worker can run the LU codelets (forced implementation or no such worker)");
     }
@@ -70,17 +62,6 @@ public:
                         owner(j));
     }
 
-    // Right-looking: after step k, tile row k (U), tile column k (L and its ib x nb factors) and
-    // the diagonal tile are final; no task of the later steps reads them.
-    void step_done(int k) const {
-        finished_.done(A_(k, k));
-        for (int j = k + 1; j < A_.nt(); ++j) finished_.done(A_(k, j));
-        for (int i = k + 1; i < A_.mt(); ++i) {
-            finished_.done(A_(i, k));
-            finished_.done(F_.L(i, k));
-        }
-    }
-
 private:
     int owner(int column) const {
         return schedule_ == LuSchedule::Dynamic ? -1 : workers_[static_cast<std::size_t>(column) % workers_.size()];
@@ -92,7 +73,6 @@ private:
     Priorities prio_;
     LuSchedule schedule_;
     std::vector<int> workers_;  ///< where static schedules put tile columns, cyclically
-    detail::FinishedTiles finished_;
 };
 
 // Right-looking: panel k, its row, then every tile below with its pair updates.
@@ -105,7 +85,6 @@ void submit_right_looking(LuTasks<T>& t, int mt, int nt) {
             t.eliminate(k, i);
             for (int j = k + 1; j < nt; ++j) t.pair_update(k, i, j);
         }
-        t.step_done(k);
     }
 }
 
