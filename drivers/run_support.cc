@@ -55,15 +55,6 @@ void require_lapack(const TileMatrix<T>& t, const T* A, int lda) {
 }  // namespace
 
 template <class T>
-void parallel_copy(const T* src, std::int64_t count, T* dst) {
-    const PausedWorkers paused;
-    parallel_ranges(
-        count, std::int64_t(1) << 18,
-        [&](std::int64_t lo, std::int64_t hi) { std::memcpy(dst + lo, src + lo, sizeof(T) * (hi - lo)); },
-        threads_for(count));
-}
-
-template <class T>
 HostArray<T> copy_of(const T* A, int rows, int cols, int lda) {
     const std::int64_t ld = std::max(1, rows);
     HostArray<T> C(ld * cols);
@@ -131,8 +122,6 @@ void PhaseClock::lap(const char* name) {
 
 template class HostArray<float>;
 template class HostArray<double>;
-template void parallel_copy<float>(const float*, std::int64_t, float*);
-template void parallel_copy<double>(const double*, std::int64_t, double*);
 template <class T>
 HostArray<T> file_or_uniform(const std::vector<T>& file, int rows, int cols, std::uint64_t seed) {
     const int ld = std::max(1, rows);

@@ -35,10 +35,6 @@ private:
     std::int64_t size_ = 0;
 };
 
-/// dst[i] = src[i] for i < count, on every core.
-template <class T>
-void parallel_copy(const T* src, std::int64_t count, T* dst);
-
 /// A (rows x cols, leading dimension lda) into a new HostArray of leading dimension
 /// max(1, rows), copied on every core.
 template <class T>

@@ -31,7 +31,6 @@ public:
     void done(starpu_data_handle_t h) const {
         if (on_) starpu_data_wont_use(h);
     }
-    bool on() const { return on_; }
 
 private:
     bool on_ = false;

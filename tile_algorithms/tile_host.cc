@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -100,23 +101,20 @@ namespace {
 // Fills the tiles (i, j) with wanted(i, j) from src, the tiles spread over every core.
 template <class T>
 void fill_some_tiles(TileMatrix<T>& t, const BlockSource<T>& src, const std::function<bool(int, int)>& wanted) {
-    std::vector<std::pair<int, int>> where;  // the tiles to fill
-    for (int j = 0; j < t.nt(); ++j)
-        for (int i = 0; i < t.mt(); ++i)
-            if (wanted(i, j)) where.emplace_back(i, j);
     const HostTiles<T> tiles(t, STARPU_W, wanted);
     const int nb = t.nb();
-    // Each tile in pieces of at most kRows rows, so that a matrix of a few tile columns (LU's
-    // nb = 8192) still keeps every core busy.
+    // Each acquired tile in pieces of at most kRows rows, so that a matrix of a few tile columns
+    // (LU's nb = 8192) still keeps every core busy.
     constexpr int kRows = 512;
-    std::vector<std::pair<std::size_t, int>> pieces;  // (index in where, first row)
-    for (std::size_t k = 0; k < where.size(); ++k)
-        for (int r = 0; r < t.tile_m(where[k].first); r += kRows) pieces.emplace_back(k, r);
+    std::vector<std::tuple<int, int, int>> pieces;  // (i, j, first row)
+    for (int j = 0; j < t.nt(); ++j)
+        for (int i = 0; i < t.mt(); ++i)
+            if (tiles.tile(i, j) != nullptr)
+                for (int r = 0; r < t.tile_m(i); r += kRows) pieces.emplace_back(i, j, r);
     parallel_for64(
         static_cast<Index>(pieces.size()),
         [&](Index p) {
-            const auto [i, j] = where[pieces[p].first];
-            const int r = pieces[p].second;
+            const auto [i, j, r] = pieces[p];
             const int rows = std::min(kRows, t.tile_m(i) - r);
             src(i * nb + r, j * nb, rows, t.tile_n(j), tiles.tile(i, j) + r, static_cast<int>(tiles.ld(i, j)));
         },
