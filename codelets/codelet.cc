@@ -17,7 +17,7 @@ namespace {
 std::atomic<Impl> g_forced{Impl::Any};
 // Every codelet file adds its name here, so the models can be listed before any task ran.
 constexpr const char* kCodeletNames[] = {"potrf", "trsm",  "syrk",  "gemm",  "getrf", "lacpy", "gessm", "tstrf",
-                                         "ssssm", "geqrt", "unmqr", "tsqrt", "tsmqr", "ttqrt", "ttmqr"};
+                                         "ssssm", "geqrt", "unmqr", "tsqrt", "tsmqr", "ttqrt", "ttmqr", "generate"};
 }  // namespace
 
 void force_impl(Impl impl) { g_forced = impl; }

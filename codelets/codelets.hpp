@@ -4,8 +4,11 @@
 
 #include <starpu.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "common/matgen.hpp"
 
 namespace starfact::codelets {
 
@@ -71,6 +74,13 @@ void submit_getrf(int ib, starpu_data_handle_t A, starpu_data_handle_t ipiv, sta
 /// so that it need not wait for the TSTRFs that rewrite the U part.
 template <class T>
 void submit_lacpy(starpu_data_handle_t src, starpu_data_handle_t dst, int priority, int worker = -1);
+
+/// GENERATE: tile A = the block at rows i0.., columns j0.. of matgen's matrix `kind` (n: spd's
+/// order), written in place where the task runs (on a GPU: in device memory, never copied
+/// over the bus); the same bits on every kind of worker.
+template <class T>
+void submit_generate(matgen::Kind kind, std::uint64_t seed, int n, int i0, int j0, starpu_data_handle_t A,
+                     int priority, int worker = -1);
 
 /// GESSM: A = L^{-1} P A with D's unit lower L and GETRF's pivots, by a triangular solve (also
 /// in the trtri + gemm variant: docs/design.md says why).

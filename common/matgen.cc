@@ -7,21 +7,15 @@
 #include <vector>
 
 #include "common/blas.hpp"
+#include "common/matgen_entry.hpp"
 #include "common/parallel.hpp"
 #include "common/runtime.hpp"
 
 namespace starfact::matgen {
 namespace {
-std::uint64_t mix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-// Uniform in [-1, 1) from 53 random bits; mixed_seed = mix(seed), hoisted out of the loops.
+using detail::mix;
 double entry_mixed(std::uint64_t mixed_seed, std::uint64_t i, std::uint64_t j) {
-    const std::uint64_t h = mix(mixed_seed ^ mix((i << 32) ^ j ^ 0x5bd1e995ULL));
-    return static_cast<double>(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+    return detail::uniform_entry(mixed_seed, i, j);
 }
 double entry(std::uint64_t seed, std::uint64_t i, std::uint64_t j) { return entry_mixed(mix(seed), i, j); }
 
@@ -113,15 +107,9 @@ void spd_block(int n, std::uint64_t seed, int i0, int j0, int rows, int cols, T*
     for (int c = 0; c < cols; ++c) {
         const int j = j0 + c;
         T* col = B + static_cast<std::int64_t>(c) * ldb;
-        for (int r = 0; r < rows; ++r) {
-            const int i = i0 + r;
-            // spd rounds the sum of the lower entry's pair once, in the same order for both
-            // triangles: (i, j) with i >= j takes entry(i, j) + entry(j, i); the mirror the same.
-            const int lo = std::max(i, j), hi = std::min(i, j);
-            T v = static_cast<T>(entry_mixed(ms, lo, hi) + entry_mixed(ms, hi, lo));
-            if (i == j) v += shift;
-            col[r] = v;
-        }
+        // spd rounds the sum of the lower entry's pair once, in the same order for both
+        // triangles: (i, j) with i >= j takes entry(i, j) + entry(j, i); the mirror the same.
+        for (int r = 0; r < rows; ++r) col[r] = detail::spd_entry<T>(ms, shift, i0 + r, j);
     }
 }
 

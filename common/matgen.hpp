@@ -6,6 +6,10 @@
 
 namespace starfact::matgen {
 
+/// The generated matrices a tile can be generated from in place, on a CPU or a GPU
+/// (codelets::submit_generate): uniform(., ., seed) and spd(n, seed).
+enum class Kind : std::int32_t { Uniform = 0, Spd = 1 };
+
 /// A(i, j) uniform in [-1, 1), a counter-based function of (seed, i, j): order-independent.
 template <class T>
 void uniform(int m, int n, std::uint64_t seed, T* A, int lda);

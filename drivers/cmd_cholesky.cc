@@ -18,6 +18,7 @@
 #include "drivers/run_support.hpp"
 #include "drivers/session.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
+#include "tile_algorithms/tile_generate.hpp"
 #include "tile_algorithms/tile_host.hpp"
 
 namespace starfact::cli {
@@ -74,16 +75,22 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
     config["seed"] = seed;
     if (o.check) config["check"] = checks::check_kind_name(kind);
     add_file_config(config, o);
-    out.header(config);
 
     // The tiles are allocated once for all the iterations, on another thread while A is
     // generated (pinning tens of GiB takes seconds); every iteration refills them from A.
     // A generated matrix is not held unless the full check needs it: every iteration generates
     // it into the tiles again, and the probe regenerates the blocks it reads, so that the tiles
-    // are the only n^2 copy (n = 100000 in double is 80 GB).
-    auto pending_a = allocate_tiles<T>(n, n, nb);
+    // are the only n^2 copy (n = 100000 in double is 80 GB). When nothing on the host reads
+    // it, it is generated on the GPUs, into tiles that exist only there (generate_on).
+    const bool full_check = o.check && op == Op::Potrf && kind == checks::CheckKind::Full;
+    const bool held = in.has_a() || full_check;
+    const GenerateOn where = in.has_a() ? GenerateOn::Host
+                                        : generate_on(o.check, static_cast<std::int64_t>(n) * n * sizeof(T), rt.ncuda());
+    const GeneratedMatrix generated{matgen::Kind::Spd, seed, n};
+    config["generate"] = generate_on_name(where);
+    auto pending_a = allocate_tiles<T>(n, n, nb, where);
     auto pending_b = allocate_tiles<T>(n, nrhs, nb);
-    const bool held = in.has_a() || (o.check && op == Op::Potrf && kind == checks::CheckKind::Full);
+    out.header(config);
     HostArray<T> A;
     if (in.has_a()) {
         A = copy_of(in.A.data(), n, n, ld);
@@ -104,7 +111,14 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
     std::vector<double> times;
     TraceRecorder trace(o);
     for (int it = 1; it <= o.niter; ++it) {
-        fill_triangle_tiles_from(uplo, tA, source);  // the other triangle is never read
+        // The other triangle is never read, but by the full check's copy of every tile (tiles
+        // that exist only on the GPUs must have been written to be read).
+        if (where == GenerateOn::Gpu && full_check)
+            generate_tiles(tA, generated);
+        else if (where == GenerateOn::Gpu)
+            generate_triangle_tiles(uplo, tA, generated);
+        else
+            fill_triangle_tiles_from(uplo, tA, source);
         fill_tiles(tB, B.data(), ld);
         clock.lap("fill tiles");
         trace.start(it, tA, tB);

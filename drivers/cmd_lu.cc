@@ -17,6 +17,7 @@
 #include "drivers/run_support.hpp"
 #include "drivers/session.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
+#include "tile_algorithms/tile_generate.hpp"
 #include "tile_algorithms/tile_host.hpp"
 
 namespace starfact::cli {
@@ -58,12 +59,18 @@ int run_lu(Op op, const FactorOptions& o, const std::string& check_kind, const F
     if (o.check) config["check"] = checks::check_kind_name(kind);
     add_file_config(config, o);
     const LuSchedule schedule = parse_lu_schedule(o.schedule);
+    // Generated on the GPUs, into tiles that exist only there, when nothing on the host reads
+    // the matrix (generate_on).
+    const GenerateOn where = in.has_a() ? GenerateOn::Host
+                                        : generate_on(o.check, static_cast<std::int64_t>(m) * n * sizeof(T), rt.ncuda());
+    const GeneratedMatrix generated{matgen::Kind::Uniform, seed, n};
+    config["generate"] = generate_on_name(where);
     out.header(config);
 
     const int lda = std::max(1, m);
     // The tiles are allocated once for all the iterations, on another thread while A is
     // generated (pinning tens of GiB takes seconds); every iteration refills them from A.
-    auto pending_a = allocate_tiles<T>(m, n, nb);
+    auto pending_a = allocate_tiles<T>(m, n, nb, where);
     auto pending_b = allocate_tiles<T>(m, nrhs, nb);
     // A generated matrix is held only for the checks that need it explicitly (the full ones,
     // and the tall probe); otherwise every iteration generates it into the tiles again and the
@@ -83,7 +90,10 @@ int run_lu(Op op, const FactorOptions& o, const std::string& check_kind, const F
     std::vector<double> times;
     TraceRecorder trace(o);
     for (int it = 1; it <= o.niter; ++it) {
-        fill_tiles_from(tA, source);
+        if (where == GenerateOn::Gpu)
+            generate_tiles(tA, generated);
+        else
+            fill_tiles_from(tA, source);
         fill_tiles(tB, B.data(), lda);
         LuFactors<T> F(tA, ib, trtri);
         clock.lap("fill tiles");

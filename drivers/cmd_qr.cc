@@ -19,6 +19,7 @@
 #include "drivers/run_support.hpp"
 #include "drivers/session.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
+#include "tile_algorithms/tile_generate.hpp"
 
 namespace starfact::cli {
 namespace {
@@ -85,14 +86,21 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const std::st
     }
     if (o.check) config["check"] = checks::check_kind_name(kind);
     add_file_config(config, o);
+    // Generated on the GPUs, into tiles that exist only there, when nothing on the host reads
+    // the matrix (generate_on); then A is not generated on the host at all unless a forced
+    // STARFACT_GENERATE=gpu run checks it.
+    const GenerateOn where = in.has_a() ? GenerateOn::Host
+                                        : generate_on(o.check, static_cast<std::int64_t>(m) * n * sizeof(T), rt.ncuda());
+    const GeneratedMatrix generated{matgen::Kind::Uniform, seed, n};
+    config["generate"] = generate_on_name(where);
     out.header(config);
 
     const int lda = std::max(1, m);
     // The tiles are allocated once for all the iterations, on another thread while A is
     // generated (pinning tens of GiB takes seconds); every iteration refills them from A.
-    auto pending_a = allocate_tiles<T>(m, n, nb);
+    auto pending_a = allocate_tiles<T>(m, n, nb, where);
     auto pending_b = allocate_tiles<T>(m, nrhs, nb);
-    HostArray<T> A = file_or_uniform(in.A, m, n, seed);
+    HostArray<T> A = where == GenerateOn::Gpu && !o.check ? HostArray<T>() : file_or_uniform(in.A, m, n, seed);
     HostArray<T> B = file_or_uniform(in.B, m, nrhs, seed + 1);
     clock.lap("generate");
     TileMatrix<T> tA = pending_a.get(), tB = pending_b.get();
@@ -106,7 +114,10 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const std::st
     std::vector<double> times;
     TraceRecorder trace(o);
     for (int it = 1; it <= o.niter; ++it) {
-        fill_tiles(tA, A.data(), lda);
+        if (where == GenerateOn::Gpu)
+            generate_tiles(tA, generated);
+        else
+            fill_tiles(tA, A.data(), lda);
         fill_tiles(tB, B.data(), lda);
         QrFactors<T> F(tA, ib, qr_options(tree));
         clock.lap("fill tiles");

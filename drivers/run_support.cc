@@ -82,6 +82,9 @@ void read_tiles(const TileMatrix<T>& t, T* A, int lda) {
 
 template <class T>
 void discard_tiles(TileMatrix<T>& t) {
+    // Destroying tiles without a home copies nothing anyway, and an acquisition in main memory
+    // would allocate them there.
+    if (t.allocated_on_demand()) return;
     // Write access in main memory invalidates every other copy without a transfer.
     for (int j = 0; j < t.nt(); ++j)
         for (int i = 0; i < t.mt(); ++i)
@@ -91,6 +94,25 @@ void discard_tiles(TileMatrix<T>& t) {
 template <class T>
 std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb) {
     return std::async(std::launch::async, [m, n, nb] { return TileMatrix<T>(m, n, nb); });
+}
+
+GenerateOn generate_on(bool host_reads, std::int64_t bytes, int ncuda) {
+    const char* env = std::getenv("STARFACT_GENERATE");
+    const std::string asked = env != nullptr ? env : "";
+    if (asked == "host") return GenerateOn::Host;
+    if (asked == "gpu") return ncuda > 0 ? GenerateOn::Gpu : GenerateOn::Host;
+    if (!asked.empty() && asked != "auto")
+        throw ArgumentError("STARFACT_GENERATE", fmt::format("must be host, gpu or auto, got '{}'", asked));
+    if (ncuda <= 0 || host_reads) return GenerateOn::Host;
+    return bytes <= Runtime::cuda_memory_bytes() ? GenerateOn::Gpu : GenerateOn::Host;
+}
+
+const char* generate_on_name(GenerateOn g) { return g == GenerateOn::Gpu ? "gpu" : "host"; }
+
+template <class T>
+std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb, GenerateOn where) {
+    if (where == GenerateOn::Host) return allocate_tiles<T>(m, n, nb);
+    return std::async(std::launch::deferred, [m, n, nb] { return TileMatrix<T>::unallocated(m, n, nb); });
 }
 
 void add_check_kind_option(CLI::App& cmd, std::string& kind) {
@@ -139,6 +161,8 @@ template void fill_tiles<float>(TileMatrix<float>&, const float*, int);
 template void fill_tiles<double>(TileMatrix<double>&, const double*, int);
 template void read_tiles<float>(const TileMatrix<float>&, float*, int);
 template void read_tiles<double>(const TileMatrix<double>&, double*, int);
+template std::future<TileMatrix<float>> allocate_tiles<float>(int, int, int, GenerateOn);
+template std::future<TileMatrix<double>> allocate_tiles<double>(int, int, int, GenerateOn);
 template void discard_tiles<float>(TileMatrix<float>&);
 template void discard_tiles<double>(TileMatrix<double>&);
 template std::future<TileMatrix<float>> allocate_tiles<float>(int, int, int);

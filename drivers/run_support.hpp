@@ -70,6 +70,24 @@ void discard_tiles(TileMatrix<T>& t);
 template <class T>
 std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb);
 
+/// Where a run generates its matrix (a file's matrix is always copied from main memory):
+/// Host: into pinned tiles, on every core, from its BlockSource; Gpu: into
+/// TileMatrix::unallocated tiles by generate_tiles on the CUDA workers, so that the matrix is
+/// born in device memory and never fills, pins or crosses to main memory.
+enum class GenerateOn { Host, Gpu };
+
+/// Gpu when a CUDA worker exists, the matrix (`bytes`) fits the memory StarPU may use on the
+/// GPUs (Runtime::cuda_memory_bytes) and nothing on the host reads it (`host_reads`: a check,
+/// an output); otherwise Host. STARFACT_GENERATE=host or gpu forces one (gpu falls back to
+/// host without a CUDA worker); auto or unset decides as above; anything else throws
+/// ArgumentError naming STARFACT_GENERATE.
+GenerateOn generate_on(bool host_reads, std::int64_t bytes, int ncuda);
+const char* generate_on_name(GenerateOn g);
+
+/// allocate_tiles for GenerateOn::Host; for Gpu, TileMatrix::unallocated (nothing to wait for).
+template <class T>
+std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb, GenerateOn where);
+
 /// --check-kind auto|full|probe for a factorization subcommand: which check --check runs.
 void add_check_kind_option(CLI::App& cmd, std::string& kind);
 

@@ -26,30 +26,6 @@ namespace {
 
 constexpr const char* kVariable = "STARFACT_CPU_MAX_SLOWDOWN";
 
-/// Sets (or, with nullopt, unsets) an environment variable and restores it afterwards.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-        if (const char* old = std::getenv(name)) previous_ = old;
-        if (value)
-            setenv(name, value->c_str(), 1);
-        else
-            unsetenv(name);
-    }
-    ~ScopedEnv() {
-        if (previous_)
-            setenv(name_, previous_->c_str(), 1);
-        else
-            unsetenv(name_);
-    }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-    const char* name_;
-    std::optional<std::string> previous_;
-};
-
 class CpuAdmissionLimit : public SeededTest {};
 
 TEST_F(CpuAdmissionLimit, DefaultOptionAndEnvironment) {

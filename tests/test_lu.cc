@@ -188,7 +188,7 @@ TYPED_TEST(Lu, ArgumentErrorsComeBeforeAnyTask) {
     expect_arg("F", [&] { getrf(sq2, Fsq); });
 }
 
-// The static schedules only pin and reorder tasks: every tile sees the same kernels on the same
+// The static schedules and the dynamic schedule's block order only pin and reorder tasks: every tile sees the same kernels on the same
 // data in the same order, so on CPU workers the factors are bitwise equal, and so is the info.
 TYPED_TEST(Lu, EverySchedulePinsAndReordersWithoutChangingTheResult) {
     using T = TypeParam;
@@ -212,6 +212,19 @@ TYPED_TEST(Lu, EverySchedulePinsAndReordersWithoutChangingTheResult) {
             factors.push_back(Fa);
             EXPECT_EQ(parse_lu_schedule(lu_schedule_name(s)), s);
         }
+        // The dynamic schedule's out-of-core order, forced: blocks of 1, 2 and 4 tile columns
+        // (the last block of 4 is cut short by the 5 tile columns).
+        for (const char* width : {"1", "2", "4"}) {
+            SCOPED_TRACE(::testing::Message() << "block width " << width);
+            const ScopedEnv env("STARFACT_LU_OOC_WIDTH", std::string(width));
+            TileMatrix<T> tA(m, n, nb);
+            tA.from_lapack(A.ptr(), A.ld);
+            LuFactors<T> F(tA, ib);
+            infos.push_back(getrf(tA, F));
+            HostMatrix<T> Fa(m, n, m);
+            tA.to_lapack(Fa.ptr(), Fa.ld);
+            factors.push_back(Fa);
+        }
         for (std::size_t t = 1; t < factors.size(); ++t) {
             EXPECT_EQ(infos[t], infos[0]);
             EXPECT_EQ(std::memcmp(factors[t].ptr(), factors[0].ptr(), sizeof(T) * factors[0].data.size()), 0)
@@ -220,6 +233,13 @@ TYPED_TEST(Lu, EverySchedulePinsAndReordersWithoutChangingTheResult) {
         EXPECT_EQ(infos[0], singular ? 21 : 0);
     }
     EXPECT_THROW(parse_lu_schedule("static-xx"), ArgumentError);
+    {
+        const ScopedEnv env("STARFACT_LU_OOC_WIDTH", std::string("two"));
+        TileMatrix<T> tA(m, n, nb);
+        tA.from_lapack(A.ptr(), A.ld);
+        LuFactors<T> F(tA, ib);
+        EXPECT_THROW(getrf(tA, F), ArgumentError);
+    }
 }
 
 // On CPU workers the variant changes only how GESSM applies L^{-1} (a triangular product with

@@ -54,24 +54,24 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 /// Sets environment variables for the lifetime of the object, then restores them.
-class ScopedEnv {
+class ScopedEnvVars {
 public:
-    ScopedEnv(std::initializer_list<std::pair<const char*, std::string>> vars) {
+    ScopedEnvVars(std::initializer_list<std::pair<const char*, std::string>> vars) {
         for (const auto& [name, value] : vars) {
             const char* old = std::getenv(name);
             saved_.push_back({name, old != nullptr, old ? old : ""});
             setenv(name, value.c_str(), 1);
         }
     }
-    ~ScopedEnv() {
+    ~ScopedEnvVars() {
         for (const auto& s : saved_)
             if (s.had)
                 setenv(s.name, s.value.c_str(), 1);
             else
                 unsetenv(s.name);
     }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
+    ScopedEnvVars(const ScopedEnvVars&) = delete;
+    ScopedEnvVars& operator=(const ScopedEnvVars&) = delete;
 
 private:
     struct Saved {
@@ -93,7 +93,7 @@ public:
 
 private:
     ScopedStarpuHome home_;
-    ScopedEnv env_;
+    ScopedEnvVars env_;
 };
 
 /// A model file in StarPU 1.3's format: one CPU combination with the given history entries
@@ -312,7 +312,7 @@ TEST_F(ModelFiles, PreflightNamesTruncatedForeignAndCorruptFiles) {
     EXPECT_NE(all.find("negative"), std::string::npos) << all;
     EXPECT_NE(all.find("Fix: delete it"), std::string::npos) << all;
     // STARPU_CALIBRATE=2 does not load them: notes, not errors.
-    const ScopedEnv cal({{"STARPU_CALIBRATE", "2"}});
+    const ScopedEnvVars cal({{"STARPU_CALIBRATE", "2"}});
     const models::PreflightResult r2 = models::preflight(false);
     EXPECT_TRUE(r2.ok());
     EXPECT_EQ(r2.notes.size(), 3u);
@@ -341,7 +341,7 @@ TEST_F(ModelFiles, PreflightRefusesAReadOnlyDirectoryWhenCalibrating) {
 // /proc/self refuses new files even to root: the same check without permissions.
 TEST_F(ModelFiles, UnwritableDirectoryWithoutPermissions) {
     if (!fs::is_directory("/proc/self")) GTEST_SKIP() << "no /proc on this system";
-    const ScopedEnv env({{"STARPU_PERF_MODEL_DIR", "/proc/self/starfact-models"}});
+    const ScopedEnvVars env({{"STARPU_PERF_MODEL_DIR", "/proc/self/starfact-models"}});
     const models::PreflightResult r = models::preflight(false);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.errors[0].find("/proc/self/starfact-models"), std::string::npos) << r.errors[0];
@@ -449,7 +449,7 @@ TEST_F(ModelFiles, ReportOnlyCommandReadsThePlantedFiles) {
 /// Checks that a calibrated home holds parseable models for the Cholesky kernels with at least
 /// `minimum` CPU samples for one footprint each.
 void expect_calibrated_cholesky(const std::string& home, unsigned minimum) {
-    const ScopedEnv env({{"STARPU_HOME", home}});
+    const ScopedEnvVars env({{"STARPU_HOME", home}});
     for (const char* k : {"potrf", "trsm", "syrk", "gemm"}) {
         const std::string path = models::model_path(fmt::format("starfact_{}_d", k));
         ASSERT_TRUE(fs::exists(path)) << path;
@@ -476,7 +476,7 @@ TEST_F(ModelFiles, CalibrateProducesModelFilesThatParse) {
         EXPECT_NE(r.out.find(fmt::format("starfact_{}_d,cpu,", k)), std::string::npos) << describe(r);
     EXPECT_EQ(r.out.find(",UNDER"), std::string::npos) << describe(r);
     // The pre-flight of the next run accepts what StarPU wrote.
-    const ScopedEnv env({{"STARPU_HOME", home.path()}});
+    const ScopedEnvVars env({{"STARPU_HOME", home.path()}});
     EXPECT_TRUE(models::preflight(true).ok());
 }
 
@@ -490,7 +490,7 @@ TEST_F(ModelFiles, CalibrateCoversTheQrTreeKernels) {
     ASSERT_TRUE(r.exited) << describe(r);
     ASSERT_EQ(r.code, 0) << describe(r);
     EXPECT_EQ(r.out.find(",UNDER"), std::string::npos) << describe(r);
-    const ScopedEnv env({{"STARPU_HOME", home.path()}});
+    const ScopedEnvVars env({{"STARPU_HOME", home.path()}});
     for (const char* k : {"geqrt", "unmqr", "tsqrt", "tsmqr", "ttqrt", "ttmqr"}) {
         const std::string path = models::model_path(fmt::format("starfact_{}_d", k));
         ASSERT_TRUE(fs::exists(path)) << path;
@@ -576,7 +576,7 @@ TEST_F(ModelFiles, CalibrateCoversTheBatchedOperationsAndTheirRegression) {
     ASSERT_TRUE(r.exited) << describe(r);
     ASSERT_EQ(r.code, 0) << describe(r);
     EXPECT_EQ(r.out.find(",UNDER"), std::string::npos) << describe(r);
-    const ScopedEnv env({{"STARPU_HOME", home.path()}});
+    const ScopedEnvVars env({{"STARPU_HOME", home.path()}});
     for (const char* op : {"getrf", "potrf", "geqrf"}) {
         const std::string symbol = fmt::format("starfact_batched_{}_d", op);
         const std::string path = models::model_path(symbol);
@@ -607,8 +607,8 @@ TEST_F(ModelFiles, CalibrateCoversTheBatchedOperationsAndTheirRegression) {
     // `info` counts the batched models with the tile ones.
     const Cli info = run_cli({"info"}, {"STARPU_HOME=" + home.path()});
     ASSERT_EQ(info.code, 0) << describe(info);
-    EXPECT_NE(info.out.find("models: 3 of 54 present"), std::string::npos) << describe(info);
-    EXPECT_NE(info.out.find("(30 tile, 12 batched, 12 variable-size batched)"), std::string::npos) << describe(info);
+    EXPECT_NE(info.out.find("models: 3 of 56 present"), std::string::npos) << describe(info);
+    EXPECT_NE(info.out.find("(32 tile, 12 batched, 12 variable-size batched)"), std::string::npos) << describe(info);
 }
 
 // The variable-size codelets are calibrated too: batches of orders drawn in [1, N], the same
@@ -623,7 +623,7 @@ TEST_F(ModelFiles, CalibrateCoversTheVariableSizeOperations) {
                           {"STARPU_HOME=" + home.path(), "STARPU_NCPU=2", "STARPU_NCUDA=0"});
     ASSERT_TRUE(r.exited) << describe(r);
     EXPECT_LT(r.code, 100) << describe(r);  // the count of footprints under the minimum, not a crash
-    const ScopedEnv env({{"STARPU_HOME", home.path()}});
+    const ScopedEnvVars env({{"STARPU_HOME", home.path()}});
     // potrs factors first: the factorization's model is written as well.
     for (const char* op : {"getrf", "potrf", "potrs", "gels"}) {
         const std::string symbol = fmt::format("starfact_vbatched_{}_d", op);
@@ -655,7 +655,7 @@ TEST_F(ModelFiles, CalibrateRunsTheDefaultSlicingOfItsBatchCount) {
                           {"STARPU_HOME=" + home.path(), "STARPU_NCPU=3", "STARPU_NCUDA=0"});
     ASSERT_TRUE(r.exited) << describe(r);
     ASSERT_EQ(r.code, 0) << describe(r);
-    const ScopedEnv env({{"STARPU_HOME", home.path()}});
+    const ScopedEnvVars env({{"STARPU_HOME", home.path()}});
     const std::string path = models::model_path("starfact_batched_potrf_d");
     models::ModelFile m;
     ASSERT_NO_THROW(m = models::parse_model_file(path)) << path;

@@ -504,5 +504,31 @@ TEST_F(RunCostCli, SmallRunsPickTheFullCheckAndABadKindIsAUsageError) {
     EXPECT_TRUE(bad.home_untouched) << "nothing may start on a usage error";
 }
 
+// STARFACT_GENERATE: gpu generates the matrix in place on the CUDA workers (and falls back to
+// the host without them), host on the host; either way the factorization checks against the
+// host's generator, so a GPU that generated other bits would fail the check. A bad value is a
+// usage error.
+TEST_F(RunCostCli, GenerateWhereAskedAndTheCheckPasses) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"potrf", "-n", "300", "--nb", "64"}, {"getrf", "-n", "300", "--nb", "64", "--ib", "16"},
+          {"geqrf", "-m", "300", "-n", "200", "--nb", "64", "--ib", "16", "--prec", "s"}})
+        for (const std::string where : {"gpu", "host"}) {
+            std::vector<std::string> a = args;
+            a.insert(a.end(), {"--check", "--check-kind", "probe", "--niter", "2", "--format", "json", "--seed",
+                               std::to_string(seed() | 1)});
+            SCOPED_TRACE("STARFACT_GENERATE=" + where + " starfact " + cli::command_line(a));
+            const cli::Result r = cli::run(a, {"STARFACT_GENERATE=" + where});
+            ASSERT_TRUE(r.exited && r.code == 0) << r.describe();
+            const nlohmann::json config = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+            const bool gpu = config.value("ncuda", 0) > 0;
+            EXPECT_EQ(config.value("generate", ""), where == "gpu" && gpu ? "gpu" : "host") << config.dump();
+            EXPECT_EQ(r.out.find("FAILED"), std::string::npos) << r.out;
+            EXPECT_NE(r.out.find("\"residual\""), std::string::npos) << r.out;
+        }
+    const cli::Result bad = cli::run({"potrf", "-n", "100"}, {"STARFACT_GENERATE=device"});
+    EXPECT_TRUE(bad.exited && bad.code == 2) << bad.describe();
+    EXPECT_NE(bad.err.find("STARFACT_GENERATE"), std::string::npos) << bad.describe();
+}
+
 }  // namespace
 }  // namespace starfact::test

@@ -15,12 +15,14 @@
 #include <tuple>
 #include <vector>
 
+#include "codelets/codelets.hpp"
 #include "common/checks.hpp"
 #include "common/error.hpp"
 #include "common/matgen.hpp"
 #include "common/pinned.hpp"
 #include "test_support.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
+#include "tile_algorithms/tile_generate.hpp"
 #include "tile_algorithms/tile_host.hpp"
 
 namespace starfact::test {
@@ -133,6 +135,62 @@ TYPED_TEST(TileHost, TriangleFillWritesOnlyThatTriangle) {
                 EXPECT_GT(kept, 0);
             }
         }
+}
+
+// GENERATE tasks write matgen's bits, on CPU workers and on CUDA workers, into tiles with
+// storage and into tiles without (TileMatrix::unallocated), edge tiles included; the triangle
+// variant writes only its tiles.
+void expect_generated_tiles_hold_the_matrix(codelets::Impl impl, std::uint64_t seed) {
+    for (const auto& [m, n, nb] : {std::tuple{130, 70, 32}, {257, 257, 64}, {1, 1, 5}, {600, 300, 256}, {50, 0, 8}})
+        for (const bool on_demand : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << m << " x " << n << ", nb " << nb << (on_demand ? ", unallocated" : ""));
+            const codelets::ScopedImpl forced(impl);
+            TileMatrix<double> t = on_demand ? TileMatrix<double>::unallocated(m, n, nb) : TileMatrix<double>(m, n, nb);
+            EXPECT_EQ(t.allocated_on_demand(), on_demand);
+            HostMatrix<double> U(m, n, m + 1), B(m, n, m + 1);
+            matgen::uniform(m, n, seed, U.ptr(), U.ld);
+            generate_tiles(t, GeneratedMatrix{matgen::Kind::Uniform, seed, n});
+            t.to_lapack(B.ptr(), B.ld);
+            EXPECT_EQ(max_abs_diff(U, B), 0.0) << "uniform";
+            for (int j = 0; j < n; ++j)
+                for (int i = 0; i < m; ++i) ASSERT_TRUE(same_bits(&U(i, j), &B(i, j), 1)) << i << ", " << j;
+            if (m != n) continue;
+            HostMatrix<float> S(n, n, n), C(n, n, n);
+            matgen::spd(n, seed, S.ptr(), S.ld);
+            TileMatrix<float> f = on_demand ? TileMatrix<float>::unallocated(n, n, nb) : TileMatrix<float>(n, n, nb);
+            generate_tiles(f, GeneratedMatrix{matgen::Kind::Spd, seed, n});
+            f.to_lapack(C.ptr(), C.ld);
+            EXPECT_TRUE(same_bits(S.ptr(), C.ptr(), S.data.size())) << "spd in float";
+            // Only the lower tiles: the others keep what from_lapack put there.
+            HostMatrix<float> Z(n, n, n);
+            std::fill(Z.data.begin(), Z.data.end(), -12.5f);
+            f.from_lapack(Z.ptr(), Z.ld);
+            generate_triangle_tiles('L', f, GeneratedMatrix{matgen::Kind::Spd, seed, n});
+            f.to_lapack(C.ptr(), C.ld);
+            for (int j = 0; j < n; ++j)
+                for (int i = 0; i < n; ++i)
+                    ASSERT_EQ(C(i, j), i / nb >= j / nb ? S(i, j) : -12.5f) << i << ", " << j;
+        }
+}
+
+TEST_F(RuntimeTest, GeneratedTilesHoldTheMatrixOnCpuWorkers) {
+    expect_generated_tiles_hold_the_matrix(codelets::Impl::Cpu, seed());
+}
+
+TEST_F(RuntimeTest, GeneratedTilesHoldTheMatrixOnCudaWorkers) {
+    STARFACT_REQUIRE_CUDA_WORKER(ncuda());
+    expect_generated_tiles_hold_the_matrix(codelets::Impl::Cuda, seed());
+}
+
+// A factorization of tiles that exist only where StarPU put them: Cholesky of an SPD matrix
+// generated in place (on the GPUs when there are any), checked on the host.
+TEST_F(RuntimeTest, UnallocatedTilesFactorAndCheck) {
+    const int n = 300, nb = 64;
+    TileMatrix<double> t = TileMatrix<double>::unallocated(n, n, nb);
+    generate_triangle_tiles('L', t, GeneratedMatrix{matgen::Kind::Spd, seed(), n});
+    ASSERT_EQ(potrf('L', t), 0);
+    const double res = potrf_probe_residual_tiles<double>('L', t, spd_source<double>(n, seed()), seed() + 2);
+    EXPECT_TRUE(checks::passes(res)) << res;
 }
 
 // The pinned pieces cover the storage in order, each a run of whole tiles (a tile's transfer

@@ -3,6 +3,7 @@
 #include "tile_algorithms/lu.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "codelets/codelets.hpp"
 #include "common/error.hpp"
 #include "common/kernel_error.hpp"
+#include "common/runtime.hpp"
 #include "tile_algorithms/diagonal_copies.hpp"
 #include "tile_algorithms/priorities.hpp"
 
@@ -36,9 +38,13 @@ using starfact::detail::DiagonalCopies;
 template <class T>
 class LuTasks {
 public:
+    /// block_width > 0: the priorities of submit_block_left_looking (every task writing a tile
+    /// column of block J = column / block_width ahead of every task of block J + 1; inside a
+    /// block, the right-looking priorities).
     LuTasks(TileMatrix<T>& A, const LuFactors<T>& F, const InfoVector& info, const DiagonalCopies<T>& D,
-            LuSchedule schedule)
-        : A_(A), F_(F), info_(info), D_(D), prio_{A.nt()}, schedule_(schedule), workers_(eligible_workers()) {
+            LuSchedule schedule, int block_width = 0)
+        : A_(A), F_(F), info_(info), D_(D), prio_{A.nt()}, schedule_(schedule), workers_(eligible_workers()),
+          block_width_(block_width) {
         if (schedule_ != LuSchedule::Dynamic && workers_.empty())
             throw RuntimeError("no worker can run the LU codelets (forced implementation or no such worker)");
     }
@@ -46,25 +52,33 @@ public:
     // Factor the diagonal tile and copy it for GESSM (whose readers then need not wait for the
     // TSTRFs that rewrite its U part).
     void panel(int k) {
-        submit_getrf<T>(F_.ib(), A_(k, k), F_.diag_pivots(k), info_[k], prio_.panel_factor(k), owner(k));
-        if (k + 1 < A_.nt()) submit_lacpy<T>(A_(k, k), D_[k], prio_.panel_factor(k), owner(k));
+        const int p = prio(prio_.panel_factor(k), k);
+        submit_getrf<T>(F_.ib(), A_(k, k), F_.diag_pivots(k), info_[k], p, owner(k));
+        if (k + 1 < A_.nt()) submit_lacpy<T>(A_(k, k), D_[k], p, owner(k));
     }
     void row_update(int k, int j) {
-        submit_gessm<T>(F_.ib(), F_.diag_pivots(k), D_[k], A_(k, j), prio_.update(k, j), owner(j));
+        submit_gessm<T>(F_.ib(), F_.diag_pivots(k), D_[k], A_(k, j), prio(prio_.update(k, j), j), owner(j));
     }
     // Eliminate tile (i, k) pairwise against the diagonal tile.
     void eliminate(int k, int i) {
-        submit_tstrf<T>(F_.ib(), A_(k, k), A_(i, k), F_.L(i, k), F_.pivots(i, k), info_[k], prio_.panel_solve(k),
-                        owner(k));
+        submit_tstrf<T>(F_.ib(), A_(k, k), A_(i, k), F_.L(i, k), F_.pivots(i, k), info_[k],
+                        prio(prio_.panel_solve(k), k), owner(k));
     }
     void pair_update(int k, int i, int j) {
-        submit_ssssm<T>(F_.ib(), A_(k, j), A_(i, j), F_.L(i, k), A_(i, k), F_.pivots(i, k), prio_.update(k, j),
-                        owner(j));
+        submit_ssssm<T>(F_.ib(), A_(k, j), A_(i, j), F_.L(i, k), A_(i, k), F_.pivots(i, k),
+                        prio(prio_.update(k, j), j), owner(j));
     }
 
 private:
     int owner(int column) const {
         return schedule_ == LuSchedule::Dynamic ? -1 : workers_[static_cast<std::size_t>(column) % workers_.size()];
+    }
+    // The right-looking priority `base` (at most 4 nt + 3) of a task writing tile column
+    // `column`, raised by a whole band per block still to come after this one.
+    int prio(int base, int column) const {
+        if (block_width_ <= 0) return base;
+        const int blocks = (A_.nt() + block_width_ - 1) / block_width_;
+        return base + (blocks - 1 - column / block_width_) * (4 * A_.nt() + 4);
     }
     TileMatrix<T>& A_;
     const LuFactors<T>& F_;
@@ -73,6 +87,7 @@ private:
     Priorities prio_;
     LuSchedule schedule_;
     std::vector<int> workers_;  ///< where static schedules put tile columns, cyclically
+    int block_width_;
 };
 
 // Right-looking: panel k, its row, then every tile below with its pair updates.
@@ -86,6 +101,49 @@ void submit_right_looking(LuTasks<T>& t, int mt, int nt) {
             for (int j = k + 1; j < nt; ++j) t.pair_update(k, i, j);
         }
     }
+}
+
+// Block left-looking, for matrices larger than the GPU memory StarPU may use: blocks of
+// `width` tile columns, one after the other; each block receives the updates of every panel
+// left of it (a panel column's tiles are read once per block, while the block's tiles stay on
+// the GPU), then is factored right-looking inside. Right-looking order instead reads and writes
+// the whole trailing matrix at every step. The dependencies are the same; the order and the
+// priorities (LuTasks' block_width) decide what StarPU runs, and so what it keeps, first.
+template <class T>
+void submit_block_left_looking(LuTasks<T>& t, int mt, int nt, int width) {
+    for (int j0 = 0; j0 < nt; j0 += width) {
+        const int j1 = std::min(nt, j0 + width);
+        for (int k = 0; k < j1; ++k) {
+            if (k >= j0) {
+                t.panel(k);
+                for (int i = k + 1; i < mt; ++i) t.eliminate(k, i);
+            }
+            const int first = std::max(j0, k + 1);
+            for (int j = first; j < j1; ++j) t.row_update(k, j);
+            for (int i = k + 1; i < mt; ++i)
+                for (int j = first; j < j1; ++j) t.pair_update(k, i, j);
+        }
+    }
+}
+
+// The block width for getrf's dynamic schedule: 0 (right-looking) while the matrix fits the
+// memory StarPU may use on the GPUs; beyond, as many tile columns as fill half of it (at least
+// one), so that the panel tiles streamed through have the other half.
+// STARFACT_LU_OOC_WIDTH=w forces w (0: right-looking).
+template <class T>
+int lu_block_width(const TileMatrix<T>& A) {
+    if (const char* env = std::getenv("STARFACT_LU_OOC_WIDTH"); env != nullptr && *env != '\0') {
+        char* end = nullptr;
+        const long w = std::strtol(env, &end, 10);
+        if (end == env || *end != '\0' || w < 0)
+            throw ArgumentError("STARFACT_LU_OOC_WIDTH", fmt::format("must be an integer >= 0, got '{}'", env));
+        return static_cast<int>(std::min<long>(w, A.nt()));
+    }
+    const std::int64_t gpu = Runtime::cuda_memory_bytes();
+    const std::int64_t column = static_cast<std::int64_t>(A.m()) * std::min(A.nb(), A.n()) * sizeof(T);
+    const std::int64_t matrix = static_cast<std::int64_t>(A.m()) * A.n() * sizeof(T);
+    if (gpu <= 0 || column <= 0 || matrix <= gpu) return 0;
+    return static_cast<int>(std::clamp<std::int64_t>(gpu / 2 / column, 1, A.nt()));
 }
 
 // Left-looking: column j receives every update of the panels left of it, then is factored.
@@ -198,13 +256,20 @@ int getrf(TileMatrix<T>& A, LuFactors<T>& F, LuSchedule schedule) {
     InfoVector info(A.nt());
     {
         DiagonalCopies<T> D(A);
-        LuTasks<T> tasks(A, F, info, D, schedule);
+        const int width = schedule == LuSchedule::Dynamic ? lu_block_width(A) : 0;
+        LuTasks<T> tasks(A, F, info, D, schedule, width);
         switch (schedule) {
             case LuSchedule::StaticLeftLooking: submit_left_looking(tasks, A.mt(), A.nt()); break;
             case LuSchedule::StaticBreadthFirstLeftLooking:
                 submit_breadth_first_left_looking(tasks, A.mt(), A.nt());
                 break;
             case LuSchedule::Dynamic:
+                if (width > 0) {
+                    submit_block_left_looking(tasks, A.mt(), A.nt(), width);
+                    break;
+                }
+                submit_right_looking(tasks, A.mt(), A.nt());
+                break;
             case LuSchedule::StaticRightLooking: submit_right_looking(tasks, A.mt(), A.nt()); break;
         }
     }

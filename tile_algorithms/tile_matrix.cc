@@ -37,10 +37,15 @@ template <class T>
 void TileMatrix<T>::register_tiles() {
     handles_.resize(static_cast<std::size_t>(mt_) * nt_);
     for (int j = 0; j < nt_; ++j)
-        for (int i = 0; i < mt_; ++i)
-            starpu_matrix_data_register(&handles_[i + static_cast<std::size_t>(j) * mt_], STARPU_MAIN_RAM,
-                                        reinterpret_cast<uintptr_t>(tile_ptr(i, j)), tile_m(i), tile_m(i), tile_n(j),
-                                        sizeof(T));
+        for (int i = 0; i < mt_; ++i) {
+            starpu_data_handle_t* h = &handles_[i + static_cast<std::size_t>(j) * mt_];
+            if (on_demand_)  // no home node: StarPU allocates where the tile is first used
+                starpu_matrix_data_register(h, -1, 0, tile_m(i), tile_m(i), tile_n(j), sizeof(T));
+            else
+                starpu_matrix_data_register(h, STARPU_MAIN_RAM,
+                                            reinterpret_cast<uintptr_t>(storage_ + tile_offset(m_, n_, nb_, i, j)),
+                                            tile_m(i), tile_m(i), tile_n(j), sizeof(T));
+        }
 }
 
 template <class T>
@@ -66,6 +71,19 @@ TileMatrix<T>::TileMatrix(Wrapped, T* storage, int m, int n, int nb) {
 template <class T>
 TileMatrix<T> TileMatrix<T>::wrap(T* storage, int m, int n, int nb) {
     return TileMatrix(Wrapped{}, storage, m, n, nb);
+}
+
+template <class T>
+TileMatrix<T>::TileMatrix(OnDemand, int m, int n, int nb) {
+    set_shape(m, n, nb);
+    owns_storage_ = false;
+    on_demand_ = true;
+    register_tiles();
+}
+
+template <class T>
+TileMatrix<T> TileMatrix<T>::unallocated(int m, int n, int nb) {
+    return TileMatrix(OnDemand{}, m, n, nb);
 }
 
 // Tile columns 0..j-1 hold nb columns of m elements each; inside tile column j, tiles 0..i-1
@@ -103,15 +121,14 @@ long long TileMatrix<T>::max_tile_elements(int m, int n, int nb) {
     return static_cast<long long>(std::min(nb, m)) * std::min(nb, n);
 }
 
-// Tile column j holds m x tile_n(j) elements; inside it, tile i is contiguous with ld = tile_m(i).
-template <class T>
-T* TileMatrix<T>::tile_ptr(int i, int j) const {
-    return storage_ + tile_offset(m_, n_, nb_, i, j);
-}
-
 template <class T>
 void TileMatrix<T>::release() noexcept {
-    for (starpu_data_handle_t h : handles_) starpu_data_unregister(h);
+    // Tiles without a home have nowhere to be written back to.
+    for (starpu_data_handle_t h : handles_)
+        if (on_demand_)
+            starpu_data_unregister_no_coherency(h);
+        else
+            starpu_data_unregister(h);
     handles_.clear();
     if (storage_ && owns_storage_) host_matrix_free(storage_, bytes_, pieces_, pin_);
     storage_ = nullptr;
@@ -125,7 +142,7 @@ TileMatrix<T>::~TileMatrix() {
 template <class T>
 TileMatrix<T>::TileMatrix(TileMatrix&& o) noexcept
     : m_(o.m_), n_(o.n_), nb_(o.nb_), mt_(o.mt_), nt_(o.nt_), storage_(o.storage_), owns_storage_(o.owns_storage_),
-      pin_(o.pin_), pieces_(std::move(o.pieces_)), bytes_(o.bytes_), handles_(std::move(o.handles_)) {
+      on_demand_(o.on_demand_), pin_(o.pin_), pieces_(std::move(o.pieces_)), bytes_(o.bytes_), handles_(std::move(o.handles_)) {
     o.storage_ = nullptr;
     o.handles_.clear();
     o.m_ = o.n_ = o.mt_ = o.nt_ = 0;
@@ -138,6 +155,7 @@ TileMatrix<T>& TileMatrix<T>::operator=(TileMatrix&& o) noexcept {
         m_ = o.m_, n_ = o.n_, nb_ = o.nb_, mt_ = o.mt_, nt_ = o.nt_;
         storage_ = o.storage_;
         owns_storage_ = o.owns_storage_;
+        on_demand_ = o.on_demand_;
         pin_ = o.pin_;
         pieces_ = std::move(o.pieces_);
         bytes_ = o.bytes_;
@@ -159,8 +177,11 @@ void TileMatrix<T>::copy_lapack(T* A, int lda, bool into_tiles) const {
             starpu_data_handle_t h = (*this)(i, j);
             starpu_data_acquire(h, into_tiles ? STARPU_W : STARPU_R);
             const int tm = tile_m(i);
+            // Where the tile lies in main memory now (StarPU's allocation for a tile without a home).
+            T* tile = reinterpret_cast<T*>(starpu_matrix_get_local_ptr(h));
+            const std::size_t ld = starpu_matrix_get_local_ld(h);
             for (int c = 0; c < tile_n(j); ++c) {
-                T* tile_col = tile_ptr(i, j) + static_cast<std::size_t>(c) * tm;
+                T* tile_col = tile + static_cast<std::size_t>(c) * ld;
                 T* lapack_col = A + static_cast<std::size_t>(i) * nb_ + (static_cast<std::size_t>(j) * nb_ + c) * lda;
                 if (into_tiles)
                     std::memcpy(tile_col, lapack_col, sizeof(T) * tm);

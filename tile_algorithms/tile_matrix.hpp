@@ -1,5 +1,5 @@
-// TileMatrix<T>: an m x n matrix stored as nb x nb tiles in pinned memory (common/pinned.hpp), one StarPU handle
-// per tile; edge tiles are smaller when m or n is not a multiple of nb.
+// TileMatrix<T>: an m x n matrix stored as nb x nb tiles in pinned memory (common/pinned.hpp), or allocated by
+// StarPU where it is used, one StarPU handle per tile; edge tiles are smaller when m or n is not a multiple of nb.
 #pragma once
 
 #include <starpu.h>
@@ -30,6 +30,14 @@ public:
     /// GPU transfers. Throws ArgumentError on bad sizes or a null storage for a non-empty
     /// matrix.
     static TileMatrix wrap(T* storage, int m, int n, int nb);
+    /// An m x n matrix in nb x nb tiles with no storage yet: StarPU allocates each tile on the
+    /// memory node of its first access (a GPU's, for a tile a task generates there:
+    /// codelets::submit_generate), and in main memory only if a CPU task, an eviction or an
+    /// acquisition needs it there. Destroying it copies nothing back: its content dies with it.
+    /// Throws ArgumentError on bad sizes.
+    static TileMatrix unallocated(int m, int n, int nb);
+    /// Whether the tiles are allocated by StarPU where they are used (unallocated()).
+    bool allocated_on_demand() const { return on_demand_; }
     /// Where tile (i, j) of an m x n matrix in nb x nb tiles starts, in elements from the
     /// start of the storage (the layout that wrap() expects and the constructor allocates).
     static std::size_t tile_offset(int m, int n, int nb, int i, int j);
@@ -70,17 +78,19 @@ public:
 
 private:
     struct Wrapped {};
+    struct OnDemand {};
     TileMatrix(Wrapped, T* storage, int m, int n, int nb);
+    TileMatrix(OnDemand, int m, int n, int nb);
     void set_shape(int m, int n, int nb);
     void register_tiles();
     void release() noexcept;
     /// The copy behind from_lapack (into_tiles) and to_lapack, one tile column per thread.
     void copy_lapack(T* A, int lda, bool into_tiles) const;
-    T* tile_ptr(int i, int j) const;
 
     int m_ = 0, n_ = 0, nb_ = 1, mt_ = 0, nt_ = 0;
     T* storage_ = nullptr;
     bool owns_storage_ = true;
+    bool on_demand_ = false;
     PinMode pin_ = PinMode::Whole;
     std::vector<std::size_t> pieces_;
     std::size_t bytes_ = 0;
