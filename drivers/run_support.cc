@@ -82,9 +82,9 @@ void read_tiles(const TileMatrix<T>& t, T* A, int lda) {
 
 template <class T>
 void discard_tiles(TileMatrix<T>& t) {
-    // Destroying tiles without a home copies nothing anyway, and an acquisition in main memory
-    // would allocate them there.
-    if (t.allocated_on_demand()) return;
+    // Tiles homed on a GPU copy nothing back when destroyed, and acquiring them in main memory
+    // would allocate copies there.
+    if (t.on_gpus()) return;
     // Write access in main memory invalidates every other copy without a transfer.
     for (int j = 0; j < t.nt(); ++j)
         for (int i = 0; i < t.mt(); ++i)
@@ -112,7 +112,7 @@ const char* generate_on_name(GenerateOn g) { return g == GenerateOn::Gpu ? "gpu"
 template <class T>
 std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb, GenerateOn where) {
     if (where == GenerateOn::Host) return allocate_tiles<T>(m, n, nb);
-    return std::async(std::launch::deferred, [m, n, nb] { return TileMatrix<T>::unallocated(m, n, nb); });
+    return std::async(std::launch::deferred, [m, n, nb] { return TileMatrix<T>::on_gpus(m, n, nb); });
 }
 
 void add_check_kind_option(CLI::App& cmd, std::string& kind) {

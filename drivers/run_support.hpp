@@ -84,7 +84,7 @@ enum class GenerateOn { Host, Gpu };
 GenerateOn generate_on(bool host_reads, std::int64_t bytes, int ncuda);
 const char* generate_on_name(GenerateOn g);
 
-/// allocate_tiles for GenerateOn::Host; for Gpu, TileMatrix::unallocated (nothing to wait for).
+/// allocate_tiles for GenerateOn::Host; for Gpu, TileMatrix::on_gpus (allocated when get() is called).
 template <class T>
 std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb, GenerateOn where);
 

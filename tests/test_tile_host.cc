@@ -137,16 +137,17 @@ TYPED_TEST(TileHost, TriangleFillWritesOnlyThatTriangle) {
         }
 }
 
-// GENERATE tasks write matgen's bits, on CPU workers and on CUDA workers, into tiles with
-// storage and into tiles without (TileMatrix::unallocated), edge tiles included; the triangle
-// variant writes only its tiles.
-void expect_generated_tiles_hold_the_matrix(codelets::Impl impl, std::uint64_t seed) {
+// GENERATE tasks write matgen's bits, on CPU workers and on CUDA workers, into tiles in host
+// memory and (with a GPU) into tiles in GPU memory (TileMatrix::on_gpus), edge tiles included;
+// the triangle variant writes only its tiles.
+void expect_generated_tiles_hold_the_matrix(codelets::Impl impl, std::uint64_t seed, int ncuda) {
     for (const auto& [m, n, nb] : {std::tuple{130, 70, 32}, {257, 257, 64}, {1, 1, 5}, {600, 300, 256}, {50, 0, 8}})
-        for (const bool on_demand : {false, true}) {
-            SCOPED_TRACE(::testing::Message() << m << " x " << n << ", nb " << nb << (on_demand ? ", unallocated" : ""));
+        for (const bool on_gpus : {false, true}) {
+            if (on_gpus && ncuda == 0) continue;
+            SCOPED_TRACE(::testing::Message() << m << " x " << n << ", nb " << nb << (on_gpus ? ", on the GPUs" : ""));
             const codelets::ScopedImpl forced(impl);
-            TileMatrix<double> t = on_demand ? TileMatrix<double>::unallocated(m, n, nb) : TileMatrix<double>(m, n, nb);
-            EXPECT_EQ(t.allocated_on_demand(), on_demand);
+            TileMatrix<double> t = on_gpus ? TileMatrix<double>::on_gpus(m, n, nb) : TileMatrix<double>(m, n, nb);
+            EXPECT_EQ(t.on_gpus(), on_gpus && m > 0 && n > 0);
             HostMatrix<double> U(m, n, m + 1), B(m, n, m + 1);
             matgen::uniform(m, n, seed, U.ptr(), U.ld);
             generate_tiles(t, GeneratedMatrix{matgen::Kind::Uniform, seed, n});
@@ -157,7 +158,7 @@ void expect_generated_tiles_hold_the_matrix(codelets::Impl impl, std::uint64_t s
             if (m != n) continue;
             HostMatrix<float> S(n, n, n), C(n, n, n);
             matgen::spd(n, seed, S.ptr(), S.ld);
-            TileMatrix<float> f = on_demand ? TileMatrix<float>::unallocated(n, n, nb) : TileMatrix<float>(n, n, nb);
+            TileMatrix<float> f = on_gpus ? TileMatrix<float>::on_gpus(n, n, nb) : TileMatrix<float>(n, n, nb);
             generate_tiles(f, GeneratedMatrix{matgen::Kind::Spd, seed, n});
             f.to_lapack(C.ptr(), C.ld);
             EXPECT_TRUE(same_bits(S.ptr(), C.ptr(), S.data.size())) << "spd in float";
@@ -174,23 +175,30 @@ void expect_generated_tiles_hold_the_matrix(codelets::Impl impl, std::uint64_t s
 }
 
 TEST_F(RuntimeTest, GeneratedTilesHoldTheMatrixOnCpuWorkers) {
-    expect_generated_tiles_hold_the_matrix(codelets::Impl::Cpu, seed());
+    expect_generated_tiles_hold_the_matrix(codelets::Impl::Cpu, seed(), ncuda());
 }
 
 TEST_F(RuntimeTest, GeneratedTilesHoldTheMatrixOnCudaWorkers) {
     STARFACT_REQUIRE_CUDA_WORKER(ncuda());
-    expect_generated_tiles_hold_the_matrix(codelets::Impl::Cuda, seed());
+    expect_generated_tiles_hold_the_matrix(codelets::Impl::Cuda, seed(), ncuda());
 }
 
-// A factorization of tiles that exist only where StarPU put them: Cholesky of an SPD matrix
-// generated in place (on the GPUs when there are any), checked on the host.
-TEST_F(RuntimeTest, UnallocatedTilesFactorAndCheck) {
+// A factorization of tiles that live in GPU memory: Cholesky of an SPD matrix generated in
+// place there, checked on the host (StarPU copies the factor's tiles to main memory).
+TEST_F(RuntimeTest, GpuTilesFactorAndCheck) {
+    STARFACT_REQUIRE_CUDA_WORKER(ncuda());
     const int n = 300, nb = 64;
-    TileMatrix<double> t = TileMatrix<double>::unallocated(n, n, nb);
+    TileMatrix<double> t = TileMatrix<double>::on_gpus(n, n, nb);
+    ASSERT_TRUE(t.on_gpus());
     generate_triangle_tiles('L', t, GeneratedMatrix{matgen::Kind::Spd, seed(), n});
     ASSERT_EQ(potrf('L', t), 0);
     const double res = potrf_probe_residual_tiles<double>('L', t, spd_source<double>(n, seed()), seed() + 2);
     EXPECT_TRUE(checks::passes(res)) << res;
+}
+
+TEST_F(RuntimeTest, GpuTilesNeedACudaWorker) {
+    if (ncuda() > 0) GTEST_SKIP() << "this machine has a CUDA worker";
+    EXPECT_THROW(TileMatrix<double>::on_gpus(10, 10, 4), RuntimeError);
 }
 
 // The pinned pieces cover the storage in order, each a run of whole tiles (a tile's transfer

@@ -1,8 +1,9 @@
-// generate_tiles: one GENERATE task per tile, pinned to the CUDA workers in turn.
+// generate_tiles: one GENERATE task per tile, pinned to the CUDA workers of its GPU in turn.
 #include "tile_algorithms/tile_generate.hpp"
 
 #include <starpu.h>
 
+#include <map>
 #include <vector>
 
 #include "codelets/codelets.hpp"
@@ -12,14 +13,24 @@ namespace starfact {
 
 template <class T>
 void generate_tiles(TileMatrix<T>& t, const GeneratedMatrix& g, const std::function<bool(int, int)>& wanted) {
-    std::vector<int> gpus;
+    std::vector<int> gpus;                      // every eligible CUDA worker
+    std::map<unsigned, std::vector<int>> by_node;  // the same by memory node
     for (int w : codelets::eligible_workers())
-        if (starpu_worker_get_type(w) == STARPU_CUDA_WORKER) gpus.push_back(w);
+        if (starpu_worker_get_type(w) == STARPU_CUDA_WORKER) {
+            gpus.push_back(w);
+            by_node[starpu_worker_get_memory_node(static_cast<unsigned>(w))].push_back(w);
+        }
     std::size_t k = 0;
     for (int j = 0; j < t.nt(); ++j)
         for (int i = 0; i < t.mt(); ++i) {
             if (wanted && !wanted(i, j)) continue;
-            const int worker = gpus.empty() ? -1 : gpus[k++ % gpus.size()];
+            int worker = -1;
+            if (!gpus.empty()) {
+                const int home = starpu_data_get_home_node(t(i, j));
+                const auto on_home = home >= 0 ? by_node.find(static_cast<unsigned>(home)) : by_node.end();
+                const std::vector<int>& pool = on_home != by_node.end() ? on_home->second : gpus;
+                worker = pool[k++ % pool.size()];
+            }
             codelets::submit_generate<T>(g.kind, g.seed, g.n, i * t.nb(), j * t.nb(), t(i, j), 0, worker);
         }
     starpu_task_wait_for_all();

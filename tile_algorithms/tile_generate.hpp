@@ -1,6 +1,6 @@
 // A generated matrix (common/matgen.hpp) written into a TileMatrix by tasks, one per tile, on
 // the GPUs when there are any: the tiles are born where they are factored. With
-// TileMatrix::unallocated the matrix then never exists in main memory.
+// TileMatrix::on_gpus the matrix then never exists in main memory.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +20,9 @@ struct GeneratedMatrix {
 
 /// Writes every tile (i, j) of t with wanted(i, j) (every tile when wanted is empty) with the
 /// entries of g at its place, the same bits as matgen's host generators give there, and waits.
-/// The tasks run on the CUDA workers (tile k of the wanted ones, in column order, on the k-th
-/// modulo their count) when codelets::eligible_workers() has any, else where StarPU places
-/// them. Throws RuntimeError when a task is refused or a kernel fails.
+/// The tasks run on the CUDA workers when codelets::eligible_workers() has any (a tile homed on
+/// a GPU on that GPU's workers, in turn; the others on all of them, in turn), else where
+/// StarPU places them. Throws RuntimeError when a task is refused or a kernel fails.
 template <class T>
 void generate_tiles(TileMatrix<T>& t, const GeneratedMatrix& g, const std::function<bool(int, int)>& wanted = {});
 

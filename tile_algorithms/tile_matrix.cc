@@ -39,8 +39,12 @@ void TileMatrix<T>::register_tiles() {
     for (int j = 0; j < nt_; ++j)
         for (int i = 0; i < mt_; ++i) {
             starpu_data_handle_t* h = &handles_[i + static_cast<std::size_t>(j) * mt_];
-            if (on_demand_)  // no home node: StarPU allocates where the tile is first used
-                starpu_matrix_data_register(h, -1, 0, tile_m(i), tile_m(i), tile_n(j), sizeof(T));
+            // The same layout in a tile column's GPU allocation as in the host storage.
+            const std::size_t offset = tile_offset(m_, n_, nb_, i, j) - tile_offset(m_, n_, nb_, 0, j);
+            if (on_gpus())
+                starpu_matrix_data_register(h, static_cast<int>(device_columns_[j].node),
+                                            device_columns_[j].ptr + offset * sizeof(T), tile_m(i), tile_m(i),
+                                            tile_n(j), sizeof(T));
             else
                 starpu_matrix_data_register(h, STARPU_MAIN_RAM,
                                             reinterpret_cast<uintptr_t>(storage_ + tile_offset(m_, n_, nb_, i, j)),
@@ -74,16 +78,34 @@ TileMatrix<T> TileMatrix<T>::wrap(T* storage, int m, int n, int nb) {
 }
 
 template <class T>
-TileMatrix<T>::TileMatrix(OnDemand, int m, int n, int nb) {
+TileMatrix<T>::TileMatrix(OnGpus, int m, int n, int nb) {
     set_shape(m, n, nb);
     owns_storage_ = false;
-    on_demand_ = true;
+    std::vector<unsigned> nodes;  // the GPUs' memory nodes (several workers may share one)
+    for (unsigned w = 0; w < starpu_worker_get_count(); ++w)
+        if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CUDA_WORKER) {
+            const unsigned node = starpu_worker_get_memory_node(w);
+            if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+        }
+    if (nodes.empty()) throw RuntimeError("a TileMatrix in GPU memory needs a CUDA worker");
+    for (int j = 0; j < nt_; ++j) {
+        const unsigned node = nodes[static_cast<std::size_t>(j) % nodes.size()];
+        const std::size_t bytes = static_cast<std::size_t>(m_) * static_cast<std::size_t>(tile_n(j)) * sizeof(T);
+        const uintptr_t ptr = bytes > 0 ? starpu_malloc_on_node(node, bytes) : 0;
+        if (bytes > 0 && ptr == 0) {
+            release();
+            throw RuntimeError(fmt::format("cannot allocate {:.2f} GiB of GPU memory for tile column {} of a {} x {} "
+                                           "matrix",
+                                           static_cast<double>(bytes) / (1 << 30), j, m, n));
+        }
+        device_columns_.push_back({node, ptr, bytes});
+    }
     register_tiles();
 }
 
 template <class T>
-TileMatrix<T> TileMatrix<T>::unallocated(int m, int n, int nb) {
-    return TileMatrix(OnDemand{}, m, n, nb);
+TileMatrix<T> TileMatrix<T>::on_gpus(int m, int n, int nb) {
+    return TileMatrix(OnGpus{}, m, n, nb);
 }
 
 // Tile columns 0..j-1 hold nb columns of m elements each; inside tile column j, tiles 0..i-1
@@ -123,15 +145,13 @@ long long TileMatrix<T>::max_tile_elements(int m, int n, int nb) {
 
 template <class T>
 void TileMatrix<T>::release() noexcept {
-    // Tiles without a home have nowhere to be written back to.
-    for (starpu_data_handle_t h : handles_)
-        if (on_demand_)
-            starpu_data_unregister_no_coherency(h);
-        else
-            starpu_data_unregister(h);
+    for (starpu_data_handle_t h : handles_) starpu_data_unregister(h);
     handles_.clear();
     if (storage_ && owns_storage_) host_matrix_free(storage_, bytes_, pieces_, pin_);
     storage_ = nullptr;
+    for (const DeviceColumn& c : device_columns_)
+        if (c.ptr != 0) starpu_free_on_node(c.node, c.ptr, c.bytes);
+    device_columns_.clear();
 }
 
 template <class T>
@@ -142,8 +162,10 @@ TileMatrix<T>::~TileMatrix() {
 template <class T>
 TileMatrix<T>::TileMatrix(TileMatrix&& o) noexcept
     : m_(o.m_), n_(o.n_), nb_(o.nb_), mt_(o.mt_), nt_(o.nt_), storage_(o.storage_), owns_storage_(o.owns_storage_),
-      on_demand_(o.on_demand_), pin_(o.pin_), pieces_(std::move(o.pieces_)), bytes_(o.bytes_), handles_(std::move(o.handles_)) {
+      pin_(o.pin_), pieces_(std::move(o.pieces_)), bytes_(o.bytes_), device_columns_(std::move(o.device_columns_)),
+      handles_(std::move(o.handles_)) {
     o.storage_ = nullptr;
+    o.device_columns_.clear();
     o.handles_.clear();
     o.m_ = o.n_ = o.mt_ = o.nt_ = 0;
 }
@@ -155,12 +177,13 @@ TileMatrix<T>& TileMatrix<T>::operator=(TileMatrix&& o) noexcept {
         m_ = o.m_, n_ = o.n_, nb_ = o.nb_, mt_ = o.mt_, nt_ = o.nt_;
         storage_ = o.storage_;
         owns_storage_ = o.owns_storage_;
-        on_demand_ = o.on_demand_;
         pin_ = o.pin_;
         pieces_ = std::move(o.pieces_);
         bytes_ = o.bytes_;
+        device_columns_ = std::move(o.device_columns_);
         handles_ = std::move(o.handles_);
         o.storage_ = nullptr;
+        o.device_columns_.clear();
         o.handles_.clear();
         o.m_ = o.n_ = o.mt_ = o.nt_ = 0;
     }
@@ -177,7 +200,7 @@ void TileMatrix<T>::copy_lapack(T* A, int lda, bool into_tiles) const {
             starpu_data_handle_t h = (*this)(i, j);
             starpu_data_acquire(h, into_tiles ? STARPU_W : STARPU_R);
             const int tm = tile_m(i);
-            // Where the tile lies in main memory now (StarPU's allocation for a tile without a home).
+            // Where the tile lies in main memory now (StarPU's copy for a tile homed on a GPU).
             T* tile = reinterpret_cast<T*>(starpu_matrix_get_local_ptr(h));
             const std::size_t ld = starpu_matrix_get_local_ld(h);
             for (int c = 0; c < tile_n(j); ++c) {

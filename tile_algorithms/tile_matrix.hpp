@@ -1,5 +1,4 @@
-// TileMatrix<T>: an m x n matrix stored as nb x nb tiles in pinned memory (common/pinned.hpp), or allocated by
-// StarPU where it is used, one StarPU handle per tile; edge tiles are smaller when m or n is not a multiple of nb.
+// TileMatrix<T>: an m x n matrix stored as nb x nb tiles in pinned memory (common/pinned.hpp), or in GPU memory, one StarPU handle per tile; edge tiles are smaller when m or n is not a multiple of nb.
 #pragma once
 
 #include <starpu.h>
@@ -30,14 +29,16 @@ public:
     /// GPU transfers. Throws ArgumentError on bad sizes or a null storage for a non-empty
     /// matrix.
     static TileMatrix wrap(T* storage, int m, int n, int nb);
-    /// An m x n matrix in nb x nb tiles with no storage yet: StarPU allocates each tile on the
-    /// memory node of its first access (a GPU's, for a tile a task generates there:
-    /// codelets::submit_generate), and in main memory only if a CPU task, an eviction or an
-    /// acquisition needs it there. Destroying it copies nothing back: its content dies with it.
-    /// Throws ArgumentError on bad sizes.
-    static TileMatrix unallocated(int m, int n, int nb);
-    /// Whether the tiles are allocated by StarPU where they are used (unallocated()).
-    bool allocated_on_demand() const { return on_demand_; }
+    /// An m x n matrix in nb x nb tiles stored in GPU memory, uninitialised: tile column j on
+    /// the j-th GPU modulo their count (one starpu_malloc_on_node allocation per tile column,
+    /// counted by StarPU against STARPU_LIMIT_CUDA_MEM), each tile's home there. Nothing lives
+    /// in main memory unless a CPU task or an acquisition there needs a copy, and StarPU never
+    /// writes a tile back (or evicts it) to main memory. For matrices generated where they are
+    /// factored (generate_tiles). Throws ArgumentError on bad sizes, RuntimeError without a
+    /// CUDA worker or when the GPUs' memory cannot hold it (nothing is held then).
+    static TileMatrix on_gpus(int m, int n, int nb);
+    /// Whether the tiles live in GPU memory (on_gpus()).
+    bool on_gpus() const { return !device_columns_.empty(); }
     /// Where tile (i, j) of an m x n matrix in nb x nb tiles starts, in elements from the
     /// start of the storage (the layout that wrap() expects and the constructor allocates).
     static std::size_t tile_offset(int m, int n, int nb, int i, int j);
@@ -78,9 +79,9 @@ public:
 
 private:
     struct Wrapped {};
-    struct OnDemand {};
+    struct OnGpus {};
     TileMatrix(Wrapped, T* storage, int m, int n, int nb);
-    TileMatrix(OnDemand, int m, int n, int nb);
+    TileMatrix(OnGpus, int m, int n, int nb);
     void set_shape(int m, int n, int nb);
     void register_tiles();
     void release() noexcept;
@@ -90,10 +91,16 @@ private:
     int m_ = 0, n_ = 0, nb_ = 1, mt_ = 0, nt_ = 0;
     T* storage_ = nullptr;
     bool owns_storage_ = true;
-    bool on_demand_ = false;
     PinMode pin_ = PinMode::Whole;
     std::vector<std::size_t> pieces_;
     std::size_t bytes_ = 0;
+    /// on_gpus(): per tile column, the GPU memory node, allocation and its size.
+    struct DeviceColumn {
+        unsigned node;
+        uintptr_t ptr;
+        std::size_t bytes;
+    };
+    std::vector<DeviceColumn> device_columns_;
     std::vector<starpu_data_handle_t> handles_;
 };
 
