@@ -170,8 +170,6 @@ struct CudaTask {
     }
 };
 
-cuda::Uplo kernel_uplo(Uplo u) { return u == Uplo::upper ? cuda::Uplo::upper : cuda::Uplo::lower; }
-
 // Codelets never throw: the kernel layer's errors are recorded and reported after the wait.
 template <class F>
 void guarded(const char* what, F body) noexcept {
@@ -217,7 +215,7 @@ void potrf_cuda(void* buffers[], void* cl_arg) noexcept {
         const CudaTask t(A.count, 1, cuda::potrf_workspace<T>(a.n, A.count));
         if (!t.ok) return;
         // The slice is one array at a fixed stride: the recursion's single gemms go strided.
-        cuda::potrf_strided<T>(t.launch, kernel_uplo(a.uplo), a.n, t.pointers(0, A), A.base, A.stride, a.lda,
+        cuda::potrf_strided<T>(t.launch, a.uplo, a.n, t.pointers(0, A), A.base, A.stride, a.lda,
                                slice<int>(buffers[1]).base, A.count);
     });
 }
@@ -230,8 +228,7 @@ void potrs_cuda(void* buffers[], void* cl_arg) noexcept {
         const auto B = slice<T>(buffers[1]);
         const CudaTask t(A.count, 2, cuda::potrs_workspace<T>(a.n, a.nrhs, A.count));
         if (!t.ok) return;
-        cuda::potrs<T>(t.launch, kernel_uplo(a.uplo), a.n, a.nrhs, t.pointers(0, A), a.lda, t.pointers(1, B), a.ldb,
-                       A.count);
+        cuda::potrs<T>(t.launch, a.uplo, a.n, a.nrhs, t.pointers(0, A), a.lda, t.pointers(1, B), a.ldb, A.count);
     });
 }
 

@@ -56,8 +56,6 @@ private:
     int count_ = 0;
 };
 
-cuda::Uplo kernel_uplo(Uplo u) { return u == Uplo::upper ? cuda::Uplo::upper : cuda::Uplo::lower; }
-
 using detail::problem;
 
 /// A no-op call still writes its infos (0), on the stream.
@@ -199,7 +197,7 @@ void potrf(Context& ctx, Uplo uplo, int n, T* A, int lda, long long strideA, int
     detail::check(p);
     if (detail::nothing_to_do(p)) return zero_device_info(ctx, info, count);
     const Work w(ctx, count, 1, cuda::potrf_workspace<T>(n, count));
-    cuda::potrf_strided<T>(w.launch, kernel_uplo(uplo), n, w.pointers(0, A, strideA), A, strideA, lda, info, count);
+    cuda::potrf_strided<T>(w.launch, uplo, n, w.pointers(0, A, strideA), A, strideA, lda, info, count);
 }
 
 template <class T>
@@ -210,7 +208,7 @@ void potrf(Context& ctx, Uplo uplo, int n, T* const* A, int lda, int* info, int 
     detail::check(p);
     if (detail::nothing_to_do(p)) return zero_device_info(ctx, info, count);
     const Work w(ctx, count, 0, cuda::potrf_workspace<T>(n, count));
-    cuda::potrf<T>(w.launch, kernel_uplo(uplo), n, A, lda, info, count);
+    cuda::potrf<T>(w.launch, uplo, n, A, lda, info, count);
 }
 
 // ---- potrs ----------------------------------------------------------------------------------
@@ -225,8 +223,7 @@ void potrs(Context& ctx, Uplo uplo, int n, int nrhs, const T* A, int lda, long l
     detail::check(p);
     if (detail::nothing_to_do(p)) return;
     const Work w(ctx, count, 2, cuda::potrs_workspace<T>(n, nrhs, count));
-    cuda::potrs<T>(w.launch, kernel_uplo(uplo), n, nrhs, w.pointers(0, A, strideA), lda, w.pointers(1, B, strideB), ldb,
-                   count);
+    cuda::potrs<T>(w.launch, uplo, n, nrhs, w.pointers(0, A, strideA), lda, w.pointers(1, B, strideB), ldb, count);
 }
 
 template <class T>
@@ -237,7 +234,7 @@ void potrs(Context& ctx, Uplo uplo, int n, int nrhs, const T* const* A, int lda,
     detail::check(p);
     if (detail::nothing_to_do(p)) return;
     const Work w(ctx, count, 0, cuda::potrs_workspace<T>(n, nrhs, count));
-    cuda::potrs<T>(w.launch, kernel_uplo(uplo), n, nrhs, A, lda, B, ldb, count);
+    cuda::potrs<T>(w.launch, uplo, n, nrhs, A, lda, B, ldb, count);
 }
 
 // ---- geqrf ----------------------------------------------------------------------------------

@@ -213,7 +213,6 @@ cuda::Launch launch_of(Context& ctx, std::size_t workspace_bytes) {
     return l;
 }
 
-cuda::Uplo kernel_uplo(Uplo u) { return u == Uplo::upper ? cuda::Uplo::upper : cuda::Uplo::lower; }
 cuda::Schedule kernel_schedule(Schedule s) { return s == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde; }
 
 /// The right-hand sides of matrix b have A's order n[b].
@@ -233,8 +232,7 @@ void vpotrf(Context& ctx, Uplo uplo, Schedule schedule, const VSizes& a_sizes, T
     check_array(info, count, "info");
     if (count == 0) return;
     const cuda::Launch l = launch_of(ctx, cuda::vpotrf_workspace<T>(nmax, count));
-    cuda::vpotrf<T>(l, kernel_uplo(uplo), kernel_schedule(schedule), nmax, a_sizes.device_n, A, a_sizes.device_ld, info,
-                    count);
+    cuda::vpotrf<T>(l, uplo, kernel_schedule(schedule), nmax, a_sizes.device_n, A, a_sizes.device_ld, info, count);
 }
 
 template <class T>
@@ -249,8 +247,7 @@ void vpotrs(Context& ctx, Uplo uplo, const VSizes& a_sizes, int nrhs, const T* c
     check_array(B, count, "B");
     if (count == 0 || nrhs == 0) return;
     const cuda::Launch l = launch_of(ctx, cuda::vpotrs_workspace<T>(nmax, nrhs, count));
-    cuda::vpotrs<T>(l, kernel_uplo(uplo), nmax, a_sizes.device_n, nrhs, A, a_sizes.device_ld, B, b_sizes.device_ld,
-                    count);
+    cuda::vpotrs<T>(l, uplo, nmax, a_sizes.device_n, nrhs, A, a_sizes.device_ld, B, b_sizes.device_ld, count);
 }
 
 template <class T>

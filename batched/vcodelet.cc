@@ -185,7 +185,6 @@ void guarded(const char* what, F body) noexcept {
     }
 }
 
-cuda::Uplo kernel_uplo(Uplo u) { return u == Uplo::upper ? cuda::Uplo::upper : cuda::Uplo::lower; }
 cuda::Schedule kernel_schedule(Schedule s) { return s == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde; }
 
 template <class T>
@@ -247,10 +246,10 @@ void cuda_impl(void* buffers[], void* cl_arg) noexcept {
         const cuda::VQrBounds q{a.mmax, a.nmax, a.kmax, a.mexcess, a.nexcess};
         switch (a.op) {
             case Op::potrf:
-                cuda::vpotrf<T>(l, kernel_uplo(a.uplo), s, a.nmax, dn, A, dld, info, count);
+                cuda::vpotrf<T>(l, a.uplo, s, a.nmax, dn, A, dld, info, count);
                 break;
             case Op::potrs:
-                cuda::vpotrs<T>(l, kernel_uplo(a.uplo), a.nmax, dn, a.nrhs, A, dld, Bp, dld, count);
+                cuda::vpotrs<T>(l, a.uplo, a.nmax, dn, a.nrhs, A, dld, Bp, dld, count);
                 break;
             case Op::getrf:
                 cuda::vgetrf<T>(l, s, a.nmax, dn, A, dld, reinterpret_cast<int* const*>(pp), info, count);

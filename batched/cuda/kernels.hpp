@@ -19,6 +19,8 @@
 
 #include <cstddef>
 
+#include "batched/uplo.hpp"
+
 namespace starfact::batched::cuda {
 
 /// What a launch needs. `cublas` is bound to `stream` by the caller. `workspace` points to
@@ -31,7 +33,8 @@ struct Launch {
     std::size_t workspace_bytes = 0;
 };
 
-enum class Uplo { lower, upper };
+/// The public API's Uplo (batched/uplo.hpp): both layers take the same type.
+using batched::Uplo;
 
 // ---- LU with partial pivoting (square) ----------------------------------------------------
 
