@@ -147,7 +147,7 @@ struct CudaTask {
     bool ok = false;
 
     CudaTask(int count, int arrays_wanted, std::size_t kernel_bytes) {
-        array_bytes = (static_cast<std::size_t>(count) * sizeof(void*) + 255) / 256 * 256;
+        array_bytes = detail::round256(static_cast<std::size_t>(count) * sizeof(void*));
         const std::size_t total = array_bytes * arrays_wanted + kernel_bytes;
         void* ws = starfact::cuda::workspace(total);
         if (ws == nullptr && total > 0) {
@@ -170,21 +170,9 @@ struct CudaTask {
     }
 };
 
-// Codelets never throw: the kernel layer's errors are recorded and reported after the wait.
-template <class F>
-void guarded(const char* what, F body) noexcept {
-    try {
-        body();
-    } catch (const std::exception& e) {
-        record_kernel_error(fmt::format("batched {}: {}", what, e.what()).c_str(), 0);
-    } catch (...) {
-        record_kernel_error(what, 0);
-    }
-}
-
 template <class T>
 void getrf_cuda(void* buffers[], void* cl_arg) noexcept {
-    guarded("getrf", [&] {
+    detail::guarded("batched", "getrf", [&] {
         const Args a = unpack(cl_arg);
         const auto A = slice<T>(buffers[0]);
         const CudaTask t(A.count, 1, cuda::getrf_workspace<T>(a.n, A.count));
@@ -196,7 +184,7 @@ void getrf_cuda(void* buffers[], void* cl_arg) noexcept {
 
 template <class T>
 void getrs_cuda(void* buffers[], void* cl_arg) noexcept {
-    guarded("getrs", [&] {
+    detail::guarded("batched", "getrs", [&] {
         const Args a = unpack(cl_arg);
         const auto A = slice<T>(buffers[0]);
         const auto B = slice<T>(buffers[2]);
@@ -209,7 +197,7 @@ void getrs_cuda(void* buffers[], void* cl_arg) noexcept {
 
 template <class T>
 void potrf_cuda(void* buffers[], void* cl_arg) noexcept {
-    guarded("potrf", [&] {
+    detail::guarded("batched", "potrf", [&] {
         const Args a = unpack(cl_arg);
         const auto A = slice<T>(buffers[0]);
         const CudaTask t(A.count, 1, cuda::potrf_workspace<T>(a.n, A.count));
@@ -222,7 +210,7 @@ void potrf_cuda(void* buffers[], void* cl_arg) noexcept {
 
 template <class T>
 void potrs_cuda(void* buffers[], void* cl_arg) noexcept {
-    guarded("potrs", [&] {
+    detail::guarded("batched", "potrs", [&] {
         const Args a = unpack(cl_arg);
         const auto A = slice<T>(buffers[0]);
         const auto B = slice<T>(buffers[1]);
@@ -234,7 +222,7 @@ void potrs_cuda(void* buffers[], void* cl_arg) noexcept {
 
 template <class T>
 void geqrf_cuda(void* buffers[], void* cl_arg) noexcept {
-    guarded("geqrf", [&] {
+    detail::guarded("batched", "geqrf", [&] {
         const Args a = unpack(cl_arg);
         const auto A = slice<T>(buffers[0]);
         const CudaTask t(A.count, 1, cuda::geqrf_workspace<T>(a.m, a.n, A.count));
@@ -245,7 +233,7 @@ void geqrf_cuda(void* buffers[], void* cl_arg) noexcept {
 
 template <class T>
 void gels_cuda(void* buffers[], void* cl_arg) noexcept {
-    guarded("gels", [&] {
+    detail::guarded("batched", "gels", [&] {
         const Args a = unpack(cl_arg);
         const auto A = slice<T>(buffers[0]);
         const auto B = slice<T>(buffers[2]);
@@ -445,15 +433,6 @@ int choose_slices(const detail::Problem& p, const tasks::TaskOptions& opt, long 
     return static_cast<int>(std::max<long long>(s, least));
 }
 
-void require_runtime() {
-    if (!Runtime::active())
-        throw RuntimeError("batched::tasks needs a started starfact::Runtime (StarPU is not running)");
-}
-
-int count_failures(const int* info, int count) {
-    return static_cast<int>(std::count_if(info, info + count, [](int i) { return i != 0; }));
-}
-
 /// Runs one call: registers the arrays' slices, submits a task per slice, waits (unregistering
 /// brings the data home) and reports a kernel failure as RuntimeError.
 template <class T>
@@ -462,7 +441,7 @@ void run_tasks(Op op, const detail::Problem& p, const tasks::TaskOptions& opt, c
     long long largest = 1;
     for (const Array& a : arrays) largest = std::max(largest, a.elements);
     const Plan plan{p.count, choose_slices(p, opt, largest)};
-    require_runtime();
+    detail::require_runtime();
     std::vector<std::unique_ptr<Pinned>> pins;
     for (const Array& a : arrays) pins.push_back(std::make_unique<Pinned>(a.base, a.span_bytes(p.count)));
     {
@@ -531,7 +510,7 @@ int getrf(int n, T* A, int lda, long long strideA, int* ipiv, int* info, int cou
     }
     run_tasks<T>(Op::getrf, p, opt, {array(A, strideA, elements(lda, n)), array(ipiv, n, n), array(info, 1, 1)},
                  getrf_flops(n));
-    return count_failures(info, count);
+    return detail::count_failures(info, count);
 }
 
 template <class T>
@@ -559,7 +538,7 @@ int potrf(Uplo uplo, int n, T* A, int lda, long long strideA, int* info, int cou
         return 0;
     }
     run_tasks<T>(Op::potrf, p, opt, {array(A, strideA, elements(lda, n)), array(info, 1, 1)}, potrf_flops(n), uplo);
-    return count_failures(info, count);
+    return detail::count_failures(info, count);
 }
 
 template <class T>
@@ -601,7 +580,7 @@ int gels(int m, int n, int nrhs, T* A, int lda, long long strideA, T* tau, T* B,
                  {array(A, strideA, elements(lda, n)), array(tau, n, n), array(B, strideB, elements(ldb, nrhs)),
                   array(info, 1, 1)},
                  gels_flops(m, n, nrhs));
-    return count_failures(info, count);
+    return detail::count_failures(info, count);
 }
 
 template int getrf<float>(int, float*, int, long long, int*, int*, int, const TaskOptions&);

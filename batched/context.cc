@@ -25,14 +25,12 @@ void check_cuda(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw RuntimeError(fmt::format("batched Context: {}: {}", what, cudaGetErrorString(e)));
 }
 
-constexpr std::size_t round256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 /// One call's use of the workspace: `arrays` device pointer arrays of `count` entries (for
 /// strided batches), then the kernel's own workspace.
 class Work {
 public:
     Work(Context& ctx, int count, int arrays, std::size_t kernel_bytes)
-        : array_bytes_(round256(static_cast<std::size_t>(count) * sizeof(void*))) {
+        : array_bytes_(detail::round256(static_cast<std::size_t>(count) * sizeof(void*))) {
         const std::size_t total = array_bytes_ * arrays + kernel_bytes;
         base_ = static_cast<char*>(total > 0 ? ctx.reserve(total) : nullptr);
         launch.stream = ctx.stream();
@@ -110,7 +108,7 @@ void* Context::reserve(std::size_t bytes) {
     if (cublas_ == nullptr) throw RuntimeError("batched Context: used after being moved from");
     if (bytes <= bytes_) return workspace_;
     // Grown by a quarter more than asked, so that slowly growing calls do not reallocate each time.
-    const std::size_t grown = round256(bytes + bytes / 4);
+    const std::size_t grown = detail::round256(bytes + bytes / 4);
     if (workspace_ != nullptr) check_cuda(cudaFreeAsync(workspace_, stream_), "freeing the workspace");
     workspace_ = nullptr;
     bytes_ = 0;

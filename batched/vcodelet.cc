@@ -174,19 +174,6 @@ void cpu_impl(void* buffers[], void* cl_arg) noexcept {
 // ---- CUDA implementation: the variable-size kernels on the worker's stream ------------------
 
 #ifdef STARFACT_HAVE_CUDA
-template <class F>
-void guarded(const char* what, F body) noexcept {
-    try {
-        body();
-    } catch (const std::exception& e) {
-        record_kernel_error(fmt::format("vbatched {}: {}", what, e.what()).c_str(), 0);
-    } catch (...) {
-        record_kernel_error(what, 0);
-    }
-}
-
-cuda::Schedule kernel_schedule(Schedule s) { return s == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde; }
-
 template <class T>
 std::size_t kernel_workspace(const Args& a) {
     switch (a.op) {
@@ -207,14 +194,13 @@ std::size_t kernel_workspace(const Args& a) {
 
 template <class T>
 void cuda_impl(void* buffers[], void* cl_arg) noexcept {
-    guarded("codelet", [&] {
+    detail::guarded("vbatched", "codelet", [&] {
         const Args a = unpack(cl_arg);
         if ((a.op == Op::potrs || a.op == Op::getrs) && a.nrhs == 0) return;
         const Layout L = layout(a.op);
         const int count = a.count;
-        const auto round = [](std::size_t x) { return (x + 255) / 256 * 256; };
-        const std::size_t ints = round(3 * sizeof(int) * static_cast<std::size_t>(count));
-        const std::size_t ptrs = round(sizeof(void*) * static_cast<std::size_t>(count));
+        const std::size_t ints = detail::round256(3 * sizeof(int) * static_cast<std::size_t>(count));
+        const std::size_t ptrs = detail::round256(sizeof(void*) * static_cast<std::size_t>(count));
         const std::size_t kernel = kernel_workspace<T>(a);
         const std::size_t total = ints + 3 * ptrs + kernel;
         char* ws = static_cast<char*>(starfact::cuda::workspace(total));
@@ -242,7 +228,7 @@ void cuda_impl(void* buffers[], void* cl_arg) noexcept {
                             B != nullptr ? pb : nullptr, P != nullptr ? pp : nullptr, l.stream);
         T* const* A = reinterpret_cast<T* const*>(pa);
         T* const* Bp = reinterpret_cast<T* const*>(pb);
-        const cuda::Schedule s = kernel_schedule(a.schedule);
+        const cuda::Schedule s = vdetail::kernel_schedule(a.schedule);
         const cuda::VQrBounds q{a.mmax, a.nmax, a.kmax, a.mexcess, a.nexcess};
         switch (a.op) {
             case Op::potrf:
@@ -366,8 +352,7 @@ int run(Op op, Uplo uplo, int count, int nrhs, const int* m_in, const int* n, co
         T* const* A, T* const* B, void* const* P, int* info, const tasks::VTaskOptions& opt) {
     require(opt.slices >= 0, "slices", fmt::format("must be >= 0 (0: the default), got {}", opt.slices));
     if (count == 0) return 0;
-    if (!Runtime::active())
-        throw RuntimeError("batched::tasks needs a started starfact::Runtime (StarPU is not running)");
+    detail::require_runtime();
     const bool solve = op == Op::potrs || op == Op::getrs || op == Op::gels;
     const bool pivots = op == Op::getrf || op == Op::getrs;
     const bool has_p = pivots || op == Op::geqrf || op == Op::gels;
@@ -480,7 +465,7 @@ int run(Op op, Uplo uplo, int count, int nrhs, const int* m_in, const int* n, co
         if (has_p && op != Op::getrs && plen[b] > 0)
             std::memcpy(P[b], packedP(b), pelem * static_cast<std::size_t>(plen[b]));
     });
-    return has_info ? static_cast<int>(std::count_if(info, info + count, [](int i) { return i != 0; })) : 0;
+    return has_info ? detail::count_failures(info, count) : 0;
 }
 
 template <class P>
