@@ -61,8 +61,8 @@ template <class T>
 void potrf(const Launch& launch, Uplo uplo, int n, T* const* A, int lda, int* info, int count);
 /// potrf on a strided batch: the same, with the caller's promise that A[b] == base + b * stride
 /// for every b, which lets the recursion's single gemms go to cuBLAS's strided batched gemm
-/// (H100, 2000 x 512: 8.56 against 8.63 ms lower, 8.82 against 9.07 upper; docs/batched.md,
-/// "Fixed sizes against the vendor libraries").
+/// (no pointer arrays, slightly faster: docs/batched.md, "Fixed sizes against the vendor
+/// libraries").
 /// Same workspace as potrf.
 template <class T>
 void potrf_strided(const Launch& launch, Uplo uplo, int n, T* const* A, T* base, long long stride, int lda, int* info,
