@@ -1,5 +1,5 @@
 // Internal pieces of the variable-size batched module shared by its host path
-// (vbatched.cc) and its StarPU path (vcodelet.cc): one argument check for every operation.
+// (vbatched.cc) and its StarPU path (vtasks.cc): one argument check for every operation.
 // Not installed.
 #pragma once
 
