@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "batched/uplo.hpp"
+
 #ifdef STARFACT_HAVE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -37,8 +39,6 @@
 /// @endcode
 
 namespace starfact::batched {
-
-enum class Uplo { lower, upper };
 
 /// A failing matrix of a batch: its index (0-based) and its info (> 0).
 struct Failure {

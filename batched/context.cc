@@ -25,14 +25,12 @@ void check_cuda(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw RuntimeError(fmt::format("batched Context: {}: {}", what, cudaGetErrorString(e)));
 }
 
-constexpr std::size_t round256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 /// One call's use of the workspace: `arrays` device pointer arrays of `count` entries (for
 /// strided batches), then the kernel's own workspace.
 class Work {
 public:
     Work(Context& ctx, int count, int arrays, std::size_t kernel_bytes)
-        : array_bytes_(round256(static_cast<std::size_t>(count) * sizeof(void*))) {
+        : array_bytes_(detail::round256(static_cast<std::size_t>(count) * sizeof(void*))) {
         const std::size_t total = array_bytes_ * arrays + kernel_bytes;
         base_ = static_cast<char*>(total > 0 ? ctx.reserve(total) : nullptr);
         launch.stream = ctx.stream();
@@ -55,8 +53,6 @@ private:
     char* base_ = nullptr;
     int count_ = 0;
 };
-
-cuda::Uplo kernel_uplo(Uplo u) { return u == Uplo::upper ? cuda::Uplo::upper : cuda::Uplo::lower; }
 
 using detail::problem;
 
@@ -112,7 +108,7 @@ void* Context::reserve(std::size_t bytes) {
     if (cublas_ == nullptr) throw RuntimeError("batched Context: used after being moved from");
     if (bytes <= bytes_) return workspace_;
     // Grown by a quarter more than asked, so that slowly growing calls do not reallocate each time.
-    const std::size_t grown = round256(bytes + bytes / 4);
+    const std::size_t grown = detail::round256(bytes + bytes / 4);
     if (workspace_ != nullptr) check_cuda(cudaFreeAsync(workspace_, stream_), "freeing the workspace");
     workspace_ = nullptr;
     bytes_ = 0;
@@ -199,7 +195,7 @@ void potrf(Context& ctx, Uplo uplo, int n, T* A, int lda, long long strideA, int
     detail::check(p);
     if (detail::nothing_to_do(p)) return zero_device_info(ctx, info, count);
     const Work w(ctx, count, 1, cuda::potrf_workspace<T>(n, count));
-    cuda::potrf_strided<T>(w.launch, kernel_uplo(uplo), n, w.pointers(0, A, strideA), A, strideA, lda, info, count);
+    cuda::potrf_strided<T>(w.launch, uplo, n, w.pointers(0, A, strideA), A, strideA, lda, info, count);
 }
 
 template <class T>
@@ -210,7 +206,7 @@ void potrf(Context& ctx, Uplo uplo, int n, T* const* A, int lda, int* info, int 
     detail::check(p);
     if (detail::nothing_to_do(p)) return zero_device_info(ctx, info, count);
     const Work w(ctx, count, 0, cuda::potrf_workspace<T>(n, count));
-    cuda::potrf<T>(w.launch, kernel_uplo(uplo), n, A, lda, info, count);
+    cuda::potrf<T>(w.launch, uplo, n, A, lda, info, count);
 }
 
 // ---- potrs ----------------------------------------------------------------------------------
@@ -225,8 +221,7 @@ void potrs(Context& ctx, Uplo uplo, int n, int nrhs, const T* A, int lda, long l
     detail::check(p);
     if (detail::nothing_to_do(p)) return;
     const Work w(ctx, count, 2, cuda::potrs_workspace<T>(n, nrhs, count));
-    cuda::potrs<T>(w.launch, kernel_uplo(uplo), n, nrhs, w.pointers(0, A, strideA), lda, w.pointers(1, B, strideB), ldb,
-                   count);
+    cuda::potrs<T>(w.launch, uplo, n, nrhs, w.pointers(0, A, strideA), lda, w.pointers(1, B, strideB), ldb, count);
 }
 
 template <class T>
@@ -237,7 +232,7 @@ void potrs(Context& ctx, Uplo uplo, int n, int nrhs, const T* const* A, int lda,
     detail::check(p);
     if (detail::nothing_to_do(p)) return;
     const Work w(ctx, count, 0, cuda::potrs_workspace<T>(n, nrhs, count));
-    cuda::potrs<T>(w.launch, kernel_uplo(uplo), n, nrhs, A, lda, B, ldb, count);
+    cuda::potrs<T>(w.launch, uplo, n, nrhs, A, lda, B, ldb, count);
 }
 
 // ---- geqrf ----------------------------------------------------------------------------------

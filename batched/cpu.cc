@@ -122,10 +122,6 @@ PointerBatch<P> pointers(const P* array) {
     return {array};
 }
 
-int count_failures(const int* info, int count) {
-    return static_cast<int>(std::count_if(info, info + count, [](int i) { return i != 0; }));
-}
-
 template <class T, class BatchA>
 int getrf_host(const Problem& p, BatchA A, int* ipiv, int* info, const HostOptions& opt) {
     if (detail::nothing_to_do(p)) {
@@ -134,7 +130,7 @@ int getrf_host(const Problem& p, BatchA A, int* ipiv, int* info, const HostOptio
     }
     detail::for_each_matrix(p.count, opt.threads,
                             [&](int b) { info[b] = detail::getrf_one(p.n, A[b], p.lda, batch_matrix(ipiv, p.n, b)); });
-    return count_failures(info, p.count);
+    return detail::count_failures(info, p.count);
 }
 
 template <class T, class BatchA, class BatchB>
@@ -153,7 +149,7 @@ int potrf_host(const Problem& p, Uplo uplo, BatchA A, int* info, const HostOptio
     }
     detail::for_each_matrix(p.count, opt.threads,
                             [&](int b) { info[b] = detail::potrf_one<T>(uplo, p.n, A[b], p.lda); });
-    return count_failures(info, p.count);
+    return detail::count_failures(info, p.count);
 }
 
 template <class T, class BatchA, class BatchB>
@@ -179,7 +175,7 @@ int gels_host(const Problem& p, BatchA A, T* tau, BatchB B, int* info, const Hos
     detail::for_each_matrix(p.count, opt.threads, [&](int b) {
         info[b] = detail::gels_one<T>(p.m, p.n, p.nrhs, A[b], p.lda, batch_matrix(tau, p.n, b), B[b], p.ldb);
     });
-    return count_failures(info, p.count);
+    return detail::count_failures(info, p.count);
 }
 
 // The Problem of each call, and the host check of pointer batches' entries.

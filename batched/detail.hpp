@@ -2,6 +2,7 @@
 // the argument checks and the per-matrix host kernels. Not installed.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 #include "batched/batched.hpp"
@@ -53,6 +54,14 @@ bool nothing_to_do(const Problem& p);
 
 /// Sets info[0..count) to 0 (host) when the call has nothing to compute but writes infos.
 void zero_info(int* info, int count);
+
+/// The number of failing matrices: entries of info[0..count) that are not 0 (host array).
+inline int count_failures(const int* info, int count) {
+    return static_cast<int>(std::count_if(info, info + count, [](int i) { return i != 0; }));
+}
+
+/// bytes rounded up to a multiple of 256, the alignment of each part of a device workspace.
+constexpr std::size_t round256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // ---- per-matrix host kernels (LAPACKE, the calling thread's OpenBLAS) -----------------------
 

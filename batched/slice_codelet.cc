@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "codelets/codelet.hpp"
+#include "common/error.hpp"
+#include "common/runtime.hpp"
 
 namespace starfact::batched::detail {
 
@@ -50,6 +52,11 @@ void submit_slice(SliceCodelet& cl, const std::vector<starpu_data_handle_t>& han
     task->flops = flops;
     task->name = cl.task_name();
     codelets::detail::submit_task(task, cl.symbol());
+}
+
+void require_runtime() {
+    if (!Runtime::active())
+        throw RuntimeError("batched::tasks needs a started starfact::Runtime (StarPU is not running)");
 }
 
 }  // namespace starfact::batched::detail

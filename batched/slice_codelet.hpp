@@ -8,9 +8,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <initializer_list>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "common/kernel_error.hpp"
 
 namespace starfact::batched::detail {
 
@@ -58,5 +63,21 @@ private:
 /// refusal).
 void submit_slice(SliceCodelet& cl, const std::vector<starpu_data_handle_t>& handles, const void* args,
                   std::size_t size, double flops);
+
+/// Throws RuntimeError when no starfact::Runtime is started: the tasks need StarPU.
+void require_runtime();
+
+/// Runs a codelet's body. Codelets never throw: an exception from the kernel layer is recorded
+/// ("<module> <what>: <message>", common/kernel_error.hpp) and reported after the wait.
+template <class F>
+void guarded(const char* module, const char* what, F body) noexcept {
+    try {
+        body();
+    } catch (const std::exception& e) {
+        record_kernel_error(fmt::format("{} {}: {}", module, what, e.what()).c_str(), 0);
+    } catch (...) {
+        record_kernel_error(what, 0);
+    }
+}
 
 }  // namespace starfact::batched::detail

@@ -213,9 +213,6 @@ cuda::Launch launch_of(Context& ctx, std::size_t workspace_bytes) {
     return l;
 }
 
-cuda::Uplo kernel_uplo(Uplo u) { return u == Uplo::upper ? cuda::Uplo::upper : cuda::Uplo::lower; }
-cuda::Schedule kernel_schedule(Schedule s) { return s == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde; }
-
 /// The right-hand sides of matrix b have A's order n[b].
 void check_same_orders(const VSizes& a_sizes, const VSizes& b_sizes, int count) {
     for (int b = 0; b < count; ++b)
@@ -233,7 +230,7 @@ void vpotrf(Context& ctx, Uplo uplo, Schedule schedule, const VSizes& a_sizes, T
     check_array(info, count, "info");
     if (count == 0) return;
     const cuda::Launch l = launch_of(ctx, cuda::vpotrf_workspace<T>(nmax, count));
-    cuda::vpotrf<T>(l, kernel_uplo(uplo), kernel_schedule(schedule), nmax, a_sizes.device_n, A, a_sizes.device_ld, info,
+    cuda::vpotrf<T>(l, uplo, vdetail::kernel_schedule(schedule), nmax, a_sizes.device_n, A, a_sizes.device_ld, info,
                     count);
 }
 
@@ -249,8 +246,7 @@ void vpotrs(Context& ctx, Uplo uplo, const VSizes& a_sizes, int nrhs, const T* c
     check_array(B, count, "B");
     if (count == 0 || nrhs == 0) return;
     const cuda::Launch l = launch_of(ctx, cuda::vpotrs_workspace<T>(nmax, nrhs, count));
-    cuda::vpotrs<T>(l, kernel_uplo(uplo), nmax, a_sizes.device_n, nrhs, A, a_sizes.device_ld, B, b_sizes.device_ld,
-                    count);
+    cuda::vpotrs<T>(l, uplo, nmax, a_sizes.device_n, nrhs, A, a_sizes.device_ld, B, b_sizes.device_ld, count);
 }
 
 template <class T>
@@ -263,7 +259,8 @@ void vgetrf(Context& ctx, Schedule schedule, const VSizes& a_sizes, T* const* A,
     check_array(info, count, "info");
     if (count == 0) return;
     const cuda::Launch l = launch_of(ctx, cuda::vgetrf_workspace<T>(nmax, count));
-    cuda::vgetrf<T>(l, kernel_schedule(schedule), nmax, a_sizes.device_n, A, a_sizes.device_ld, ipiv, info, count);
+    cuda::vgetrf<T>(l, vdetail::kernel_schedule(schedule), nmax, a_sizes.device_n, A, a_sizes.device_ld, ipiv, info,
+                    count);
 }
 
 template <class T>
@@ -305,7 +302,7 @@ void vgeqrf(Context& ctx, Schedule schedule, const VShapes& a, T* const* A, T* c
     if (count == 0) return;
     const cuda::VQrBounds bounds = cuda::vqr_bounds(a.m, a.n, count);
     const cuda::Launch l = launch_of(ctx, cuda::vgeqrf_workspace<T>(count));
-    cuda::vgeqrf<T>(l, kernel_schedule(schedule), bounds, a.device_m, a.device_n, A, a.device_ld, tau, count);
+    cuda::vgeqrf<T>(l, vdetail::kernel_schedule(schedule), bounds, a.device_m, a.device_n, A, a.device_ld, tau, count);
 }
 
 template <class T>
@@ -328,7 +325,7 @@ void vgels(Context& ctx, Schedule schedule, const VShapes& a, int nrhs, T* const
     if (count == 0) return;
     const cuda::VQrBounds bounds = cuda::vqr_bounds(a.m, a.n, count);
     const cuda::Launch l = launch_of(ctx, cuda::vgeqrf_workspace<T>(count));
-    cuda::vgeqrf<T>(l, kernel_schedule(schedule), bounds, a.device_m, a.device_n, A, a.device_ld, tau, count);
+    cuda::vgeqrf<T>(l, vdetail::kernel_schedule(schedule), bounds, a.device_m, a.device_n, A, a.device_ld, tau, count);
     cuda::vgeqrs<T>(l, bounds, a.device_m, a.device_n, nrhs, A, a.device_ld, tau, B, b_sizes.device_ld, info, count);
 }
 

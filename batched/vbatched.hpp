@@ -119,7 +119,7 @@ void vgels(Context& ctx, Schedule schedule, const VShapes& a_shapes, int nrhs, T
            const VSizes& b_sizes, T* const* B, int* info, int count);
 #endif
 
-// StarPU tasks (batched/vcodelet.cc): a variable-size batch in host memory, cut into slices of
+// StarPU tasks (batched/vtasks.cc): a variable-size batch in host memory, cut into slices of
 // consecutive matrices with about equal flops (not equal counts), each slice packed into one
 // contiguous buffer per array (every matrix with leading dimension max(1, rows)), registered
 // with StarPU and given to one task of the variable-size codelet; the scheduler runs a task on

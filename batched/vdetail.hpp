@@ -1,10 +1,13 @@
 // Internal pieces of the variable-size batched module shared by its host path
-// (vbatched.cc) and its StarPU path (vcodelet.cc): one argument check for every operation.
+// (vbatched.cc) and its StarPU path (vtasks.cc): one argument check for every operation.
 // Not installed.
 #pragma once
 
 #include "batched/detail.hpp"
 #include "batched/vbatched.hpp"
+#ifdef STARFACT_HAVE_CUDA
+#include "batched/cuda/vbatched_kernels.hpp"
+#endif
 
 namespace starfact::batched::vdetail {
 
@@ -37,5 +40,12 @@ void check(const VProblem& p);
 
 /// Rows of matrix b: m[b], or n[b] for the square operations.
 inline int rows(const VProblem& p, int b) { return p.m != nullptr ? p.m[b] : p.n[b]; }
+
+#ifdef STARFACT_HAVE_CUDA
+/// The kernels' Schedule (batched/cuda/vbatched_kernels.hpp) for the API's.
+inline cuda::Schedule kernel_schedule(Schedule s) {
+    return s == Schedule::dsse ? cuda::Schedule::dsse : cuda::Schedule::ssde;
+}
+#endif
 
 }  // namespace starfact::batched::vdetail

@@ -370,7 +370,7 @@ public:
                 j[std::string(y + 6) + "_over_dsse"] = time(y) / time("starfact_dsse");
                 line += fmt::format(", {} / dsse {:.2f}", y + 6, time(y) / time("starfact_dsse"));
             }
-        fmt::print("{} (issue 6: >= 0.8 with uniform sizes)\n", line);
+        fmt::print("{} (the variable-size target: >= 0.8 with uniform sizes)\n", line);
         for (auto& [k, v] : extra.items()) j[k] = v;
         emit_(j);
     }

@@ -28,6 +28,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/common ${PROJECT_SOURCE_DIR}/tile_algori
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${PROJECT_SOURCE_DIR}/io/io.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact/io)
 install(FILES ${PROJECT_SOURCE_DIR}/batched/batched.hpp ${PROJECT_SOURCE_DIR}/batched/vbatched.hpp
+              ${PROJECT_SOURCE_DIR}/batched/uplo.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starfact/batched)
 
 # StarPU is found through pkg-config; the package remembers where this build found it.

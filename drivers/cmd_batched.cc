@@ -56,10 +56,222 @@ struct BatchedOptions {
 const std::vector<std::string> kColumns = {"op",     "prec", "count",  "m",      "n",        "nrhs",   "uplo",
                                            "slices", "iter", "time_s", "gflops", "residual", "failed", "status"};
 
-bool is_qr(const std::string& op) { return op == "geqrf" || op == "gels"; }
-bool is_solve(const std::string& op) { return op == "getrs" || op == "potrs" || op == "gels"; }
-bool is_cholesky(const std::string& op) { return op == "potrf" || op == "potrs"; }
-bool is_lu(const std::string& op) { return op == "getrf" || op == "getrs"; }
+// ---- the operations: one entry per --op, looked up once (run_any) -----------------------------
+
+/// What an operation's batch holds; the option checks need only this.
+struct OpShape {
+    bool qr = false;        ///< m x n matrices (-m, --aspect; m >= n) and tau; the others are square
+    bool solve = false;     ///< right-hand sides (--nrhs, --rhs); --output writes the solutions
+    bool cholesky = false;  ///< SPD matrices and --uplo
+    bool lu = false;        ///< pivots
+};
+
+/// A fixed-size batch as run_batched holds it, for an operation's calls.
+template <class T>
+struct FixedArgs {
+    int m, n, nrhs, count;
+    batched::Uplo uplo;
+    T* A;  ///< the timed factorizations' matrices
+    T* F;  ///< the solves' factors (getrs, potrs)
+    int lda;
+    long long sA;
+    int* ipiv;
+    T* tau;
+    T* B;
+    int ldb;
+    long long sB;
+    int* info;
+    batched::tasks::TaskOptions topt;
+};
+
+/// A variable-size batch as run_vbatched holds it (arrays of count entries), for the calls.
+template <class T>
+struct VarArgs {
+    const int* m;
+    const int* n;
+    int nrhs, count;
+    batched::Uplo uplo;
+    T* const* A;  ///< the timed factorizations' matrices
+    T* const* F;  ///< the solves' factors (getrs, potrs)
+    const int* ld;
+    int* const* ipiv;
+    const int* const* cipiv;  ///< the same pivots, as getrs takes them
+    T* const* tau;
+    T* const* B;
+    int* info;
+    batched::tasks::VTaskOptions topt;
+};
+
+/// One matrix for --check: its original a0 and the call's output, the factors a (with ipiv or
+/// tau) or the solutions x of the original right-hand sides b0.
+template <class T>
+struct MatrixCheck {
+    int m, n, nrhs;
+    batched::Uplo uplo;
+    const T* a0;
+    int lda;
+    const T* a;
+    const int* ipiv;
+    const T* tau;
+    const T* x;
+    int ldb;
+    const T* b0;
+};
+
+/// An --op: its name, what its batch holds, its flops, its calls on a fixed-size and on a
+/// variable-size batch, and its check. The calls return the matrices that their info reports
+/// as failing (0 for the calls that set no info).
+template <class T>
+struct Operation {
+    const char* name = nullptr;
+    OpShape shape;
+    /// What info = k means, for the failure lines; null: the operation sets no info (geqrf).
+    const char* failure = nullptr;
+    /// LAPACK's count for one matrix (m = n for the square operations).
+    double (*flops)(int m, int n, int nrhs) = nullptr;
+    /// The solves' factorization into F, once, untimed, by the same path; null for the others.
+    int (*factor)(const FixedArgs<T>&) = nullptr;
+    int (*vfactor)(const VarArgs<T>&) = nullptr;
+    /// The timed call.
+    int (*run)(const FixedArgs<T>&) = nullptr;
+    int (*vrun)(const VarArgs<T>&) = nullptr;
+    /// --check's ratio of one matrix (batched/residuals.hpp).
+    double (*residual)(const MatrixCheck<T>&) = nullptr;
+};
+
+template <class T>
+Operation<T> getrf_operation() {
+    using namespace starfact::batched;
+    Operation<T> op;
+    op.name = "getrf";
+    op.shape.lu = true;
+    op.failure = "U(k,k) is exactly zero";
+    op.flops = [](int, int n, int) { return getrf_flops(n); };
+    op.run = [](const FixedArgs<T>& a) { return tasks::getrf(a.n, a.A, a.lda, a.sA, a.ipiv, a.info, a.count, a.topt); };
+    op.vrun = [](const VarArgs<T>& a) { return tasks::vgetrf(a.n, a.A, a.ld, a.ipiv, a.info, a.count, a.topt); };
+    op.residual = [](const MatrixCheck<T>& c) { return residuals::getrf(c.n, c.a0, c.lda, c.a, c.lda, c.ipiv); };
+    return op;
+}
+
+template <class T>
+Operation<T> potrf_operation() {
+    using namespace starfact::batched;
+    Operation<T> op;
+    op.name = "potrf";
+    op.shape.cholesky = true;
+    op.failure = "the leading minor of order k is not positive";
+    op.flops = [](int, int n, int) { return potrf_flops(n); };
+    op.run = [](const FixedArgs<T>& a) { return tasks::potrf(a.uplo, a.n, a.A, a.lda, a.sA, a.info, a.count, a.topt); };
+    op.vrun = [](const VarArgs<T>& a) { return tasks::vpotrf(a.uplo, a.n, a.A, a.ld, a.info, a.count, a.topt); };
+    op.residual = [](const MatrixCheck<T>& c) { return residuals::potrf(c.uplo, c.n, c.a0, c.lda, c.a, c.lda); };
+    return op;
+}
+
+template <class T>
+Operation<T> geqrf_operation() {
+    using namespace starfact::batched;
+    Operation<T> op;
+    op.name = "geqrf";
+    op.shape.qr = true;
+    op.flops = [](int m, int n, int) { return geqrf_flops(m, n); };
+    op.run = [](const FixedArgs<T>& a) {
+        tasks::geqrf(a.m, a.n, a.A, a.lda, a.sA, a.tau, a.count, a.topt);
+        return 0;
+    };
+    op.vrun = [](const VarArgs<T>& a) {
+        tasks::vgeqrf(a.m, a.n, a.A, a.ld, a.tau, a.count, a.topt);
+        return 0;
+    };
+    op.residual = [](const MatrixCheck<T>& c) { return residuals::geqrf(c.m, c.n, c.a0, c.lda, c.a, c.lda, c.tau); };
+    return op;
+}
+
+/// The check of getrs and potrs: the solutions' backward error.
+template <class T>
+double solve_residual(const MatrixCheck<T>& c) {
+    return batched::residuals::solve(c.n, c.nrhs, c.a0, c.lda, c.x, c.ldb, c.b0, c.ldb);
+}
+
+template <class T>
+Operation<T> getrs_operation() {
+    using namespace starfact::batched;
+    Operation<T> op;
+    op.name = "getrs";
+    op.shape.solve = true;
+    op.shape.lu = true;
+    op.failure = "U(k,k) is exactly zero";
+    op.flops = [](int, int n, int nrhs) { return getrs_flops(n, nrhs); };
+    op.factor = [](const FixedArgs<T>& a) {
+        return tasks::getrf(a.n, a.F, a.lda, a.sA, a.ipiv, a.info, a.count, a.topt);
+    };
+    op.vfactor = [](const VarArgs<T>& a) { return tasks::vgetrf(a.n, a.F, a.ld, a.ipiv, a.info, a.count, a.topt); };
+    op.run = [](const FixedArgs<T>& a) {
+        tasks::getrs(a.n, a.nrhs, a.F, a.lda, a.sA, a.ipiv, a.B, a.ldb, a.sB, a.count, a.topt);
+        return 0;
+    };
+    op.vrun = [](const VarArgs<T>& a) {
+        tasks::vgetrs(a.n, a.nrhs, a.F, a.ld, a.cipiv, a.B, a.ld, a.count, a.topt);
+        return 0;
+    };
+    op.residual = solve_residual<T>;
+    return op;
+}
+
+template <class T>
+Operation<T> potrs_operation() {
+    using namespace starfact::batched;
+    Operation<T> op;
+    op.name = "potrs";
+    op.shape.solve = true;
+    op.shape.cholesky = true;
+    op.failure = "the leading minor of order k is not positive";
+    op.flops = [](int, int n, int nrhs) { return potrs_flops(n, nrhs); };
+    op.factor = [](const FixedArgs<T>& a) {
+        return tasks::potrf(a.uplo, a.n, a.F, a.lda, a.sA, a.info, a.count, a.topt);
+    };
+    op.vfactor = [](const VarArgs<T>& a) { return tasks::vpotrf(a.uplo, a.n, a.F, a.ld, a.info, a.count, a.topt); };
+    op.run = [](const FixedArgs<T>& a) {
+        tasks::potrs(a.uplo, a.n, a.nrhs, a.F, a.lda, a.sA, a.B, a.ldb, a.sB, a.count, a.topt);
+        return 0;
+    };
+    op.vrun = [](const VarArgs<T>& a) {
+        tasks::vpotrs(a.uplo, a.n, a.nrhs, a.F, a.ld, a.B, a.ld, a.count, a.topt);
+        return 0;
+    };
+    op.residual = solve_residual<T>;
+    return op;
+}
+
+template <class T>
+Operation<T> gels_operation() {
+    using namespace starfact::batched;
+    Operation<T> op;
+    op.name = "gels";
+    op.shape.qr = true;
+    op.shape.solve = true;
+    op.failure = "R(k,k) is exactly zero, B left as it was";
+    op.flops = [](int m, int n, int nrhs) { return gels_flops(m, n, nrhs); };
+    op.run = [](const FixedArgs<T>& a) {
+        return tasks::gels(a.m, a.n, a.nrhs, a.A, a.lda, a.sA, a.tau, a.B, a.ldb, a.sB, a.info, a.count, a.topt);
+    };
+    op.vrun = [](const VarArgs<T>& a) {
+        return tasks::vgels(a.m, a.n, a.nrhs, a.A, a.ld, a.tau, a.B, a.ld, a.info, a.count, a.topt);
+    };
+    op.residual = [](const MatrixCheck<T>& c) {
+        return residuals::least_squares(c.m, c.n, c.nrhs, c.a0, c.lda, c.x, c.ldb, c.b0, c.ldb);
+    };
+    return op;
+}
+
+/// The entry of --op `name` (CLI11 admits only the names of this table).
+template <class T>
+const Operation<T>& operation(const std::string& name) {
+    static const Operation<T> table[] = {getrf_operation<T>(), potrf_operation<T>(), geqrf_operation<T>(),
+                                         getrs_operation<T>(), potrs_operation<T>(), gels_operation<T>()};
+    for (const Operation<T>& op : table)
+        if (name == op.name) return op;
+    throw ArgumentError("--op", fmt::format("'{}' is not an operation", name));
+}
 
 /// Host storage from starpu_malloc (pinned when CUDA workers exist, so transfers overlap).
 template <class E>
@@ -121,10 +333,7 @@ void copy_in(const io::Dense<T>& d, T* dst, int ld, long long s) {
 
 /// Every failing matrix and its info, after the run: comment lines (table, CSV) or one JSON
 /// object per matrix ("record": "failure").
-void print_failures(const BatchedOptions& o, const int* info, int count) {
-    const char* what = o.op == "getrf" || o.op == "getrs" ? "U(k,k) is exactly zero"
-                       : o.op == "gels"                   ? "R(k,k) is exactly zero, B left as it was"
-                                                          : "the leading minor of order k is not positive";
+void print_failures(const BatchedOptions& o, const char* what, const int* info, int count) {
     for (const batched::Failure& f : batched::failures(info, count)) {
         if (parse_format(o.format) == Format::Json)
             fmt::print("{}\n",
@@ -137,12 +346,12 @@ void print_failures(const BatchedOptions& o, const int* info, int count) {
 }
 
 template <class T>
-int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
+int run_batched(const BatchedOptions& o, const Operation<T>& op, const BatchFiles<T>& files) {
     using namespace starfact::batched;
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     const int n = o.n, count = o.count;
-    const int m = is_qr(o.op) ? (o.m >= 0 ? o.m : n) : n;
-    const int nrhs = is_solve(o.op) ? o.nrhs : 0;
+    const int m = op.shape.qr ? (o.m >= 0 ? o.m : n) : n;
+    const int nrhs = op.shape.solve ? o.nrhs : 0;
     const int lda = std::max(1, m), ldb = std::max(1, m);
     const long long sA = static_cast<long long>(lda) * n, sB = static_cast<long long>(ldb) * nrhs;
     const Uplo uplo = o.uplo == "upper" ? Uplo::upper : Uplo::lower;
@@ -158,7 +367,7 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
     config["m"] = m;
     config["n"] = n;
     config["nrhs"] = nrhs;
-    if (is_cholesky(o.op)) config["uplo"] = o.uplo;
+    if (op.shape.cholesky) config["uplo"] = o.uplo;
     config["slices"] = slices;
     if (files.loaded) {
         config["input"] = o.input;
@@ -172,8 +381,8 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
     TraceRecorder trace(o.trace_file);
 
     const std::size_t cnt = static_cast<std::size_t>(count);
-    Storage<T> A0(cnt * sA), A(cnt * sA), B0(cnt * sB), B(cnt * sB), tau(is_qr(o.op) ? cnt * n : 0);
-    Storage<int> ipiv(o.op == "getrf" || o.op == "getrs" ? cnt * n : 0), info(cnt);
+    Storage<T> A0(cnt * sA), A(cnt * sA), B0(cnt * sB), B(cnt * sB), tau(op.shape.qr ? cnt * n : 0);
+    Storage<int> ipiv(op.shape.lu ? cnt * n : 0), info(cnt);
     if (cnt > 0) std::fill(info.get(), info.get() + cnt, 0);  // geqrf, getrs and potrs leave it as it is
     if (files.loaded) {
         copy_in(files.a, A0.get(), lda, sA);
@@ -181,7 +390,7 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
     } else {
         parallel_for(count, [&](int b) {
             T* a = batch_matrix(A0.get(), sA, b);
-            if (is_cholesky(o.op))
+            if (op.shape.cholesky)
                 matgen::spd(n, matrix_seed(seed, b, 0), a, lda);
             else
                 matgen::uniform(m, n, matrix_seed(seed, b, 0), a, lda);
@@ -190,21 +399,16 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
     }
 
     // The solves need factors: computed once, untimed, by the same path.
-    Storage<T> F(o.op == "getrs" || o.op == "potrs" ? cnt * sA : 0);
+    Storage<T> F(op.factor != nullptr ? cnt * sA : 0);
+    const FixedArgs<T> args{m,  n,          nrhs,      count,   uplo, A.get(), F.get(),    lda,
+                            sA, ipiv.get(), tau.get(), B.get(), ldb,  sB,      info.get(), topt};
     int factor_failures = 0;
-    if (o.op == "getrs" || o.op == "potrs") {
+    if (op.factor != nullptr) {
         F.copy_from(A0);
-        factor_failures = o.op == "getrs" ? tasks::getrf(n, F.get(), lda, sA, ipiv.get(), info.get(), count, topt)
-                                          : tasks::potrf(uplo, n, F.get(), lda, sA, info.get(), count, topt);
+        factor_failures = op.factor(args);
     }
 
-    double flops = 0;
-    if (o.op == "getrf") flops = getrf_flops(n);
-    if (o.op == "potrf") flops = potrf_flops(n);
-    if (o.op == "geqrf") flops = geqrf_flops(m, n);
-    if (o.op == "getrs") flops = getrs_flops(n, nrhs);
-    if (o.op == "potrs") flops = potrs_flops(n, nrhs);
-    if (o.op == "gels") flops = gels_flops(m, n, nrhs);
+    double flops = op.flops(m, n, nrhs);
     flops *= count;
 
     int failed_rows = 0;
@@ -215,13 +419,7 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
         int failures = factor_failures;
         trace.start(it);
         const auto t0 = std::chrono::steady_clock::now();
-        if (o.op == "getrf") failures = tasks::getrf(n, A.get(), lda, sA, ipiv.get(), info.get(), count, topt);
-        if (o.op == "potrf") failures = tasks::potrf(uplo, n, A.get(), lda, sA, info.get(), count, topt);
-        if (o.op == "geqrf") tasks::geqrf(m, n, A.get(), lda, sA, tau.get(), count, topt);
-        if (o.op == "getrs") tasks::getrs(n, nrhs, F.get(), lda, sA, ipiv.get(), B.get(), ldb, sB, count, topt);
-        if (o.op == "potrs") tasks::potrs(uplo, n, nrhs, F.get(), lda, sA, B.get(), ldb, sB, count, topt);
-        if (o.op == "gels")
-            failures = tasks::gels(m, n, nrhs, A.get(), lda, sA, tau.get(), B.get(), ldb, sB, info.get(), count, topt);
+        failures += op.run(args);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         trace.stop();
         times.push_back(secs);
@@ -232,7 +430,7 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
                                     {"m", m},
                                     {"n", n},
                                     {"nrhs", nrhs},
-                                    {"uplo", is_cholesky(o.op) ? nlohmann::ordered_json(o.uplo) : nullptr},
+                                    {"uplo", op.shape.cholesky ? nlohmann::ordered_json(o.uplo) : nullptr},
                                     {"slices", slices},
                                     {"iter", it},
                                     {"time_s", secs},
@@ -251,23 +449,18 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
         if (o.check && it == o.niter) {
             std::vector<double> res(cnt, 0.0);
             parallel_for(count, [&](int b) {
-                if (info.get()[b] != 0 && o.op != "geqrf") return;  // counted as failing already
+                if (info.get()[b] != 0 && op.failure != nullptr) return;  // counted as failing already
                 const T* a0 = batch_matrix(A0.get(), sA, b);
                 const T* a = batch_matrix(A.get(), sA, b);
-                if (o.op == "getrf") res[b] = residuals::getrf(n, a0, lda, a, lda, batch_matrix(ipiv.get(), n, b));
-                if (o.op == "potrf") res[b] = residuals::potrf(uplo, n, a0, lda, a, lda);
-                if (o.op == "geqrf") res[b] = residuals::geqrf(m, n, a0, lda, a, lda, batch_matrix(tau.get(), n, b));
-                if (o.op == "getrs" || o.op == "potrs")
-                    res[b] = residuals::solve(n, nrhs, a0, lda, batch_matrix(B.get(), sB, b), ldb,
-                                              batch_matrix(B0.get(), sB, b), ldb);
-                if (o.op == "gels")
-                    res[b] = residuals::least_squares(m, n, nrhs, a0, lda, batch_matrix(B.get(), sB, b), ldb,
-                                                      batch_matrix(B0.get(), sB, b), ldb);
+                const int* piv = op.shape.lu ? batch_matrix(ipiv.get(), n, b) : nullptr;
+                const T* t = op.shape.qr ? batch_matrix(tau.get(), n, b) : nullptr;
+                res[b] = op.residual({m, n, nrhs, uplo, a0, lda, a, piv, t, batch_matrix(B.get(), sB, b), ldb,
+                                      batch_matrix(B0.get(), sB, b)});
             });
             double worst = 0.0;
             int bad = 0;
             for (int b = 0; b < count; ++b) {
-                const bool pass = residuals::passes(res[b]) && (o.op == "geqrf" || info.get()[b] == 0);
+                const bool pass = residuals::passes(res[b]) && (op.failure == nullptr || info.get()[b] == 0);
                 if (!pass) ++bad;
                 if (std::isnan(res[b]) || std::isnan(worst))
                     worst = NAN;
@@ -282,11 +475,11 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
         if (!ok) ++failed_rows;
         out.row(r);
     }
-    if (o.op != "geqrf") print_failures(o, info.get(), count);
+    if (op.failure != nullptr) print_failures(o, op.failure, info.get(), count);
     trace.write();
     if (!o.output.empty()) {
         // The factors (A) or the solutions (B's first n rows), packed: count x rows x cols.
-        const bool solve = is_solve(o.op);
+        const bool solve = op.shape.solve;
         const int rows = solve ? n : m, cols = solve ? nrhs : n, ld = solve ? ldb : lda;
         const T* src = solve ? B.get() : A.get();
         const long long s = solve ? sB : sA;
@@ -325,12 +518,12 @@ int run_batched(const BatchedOptions& o, const BatchFiles<T>& files) {
 }
 
 /// Usage checks that CLI11's ranges cannot express; exit code 2, nothing started.
-void check_options(const BatchedOptions& o) {
-    if (o.m_given && !is_qr(o.op) && o.m != o.n)
+void check_options(const BatchedOptions& o, const OpShape& shape) {
+    if (o.m_given && !shape.qr && o.m != o.n)
         throw ArgumentError("-m", fmt::format("{}: only geqrf and gels take -m (their matrices are m x n); {} matrices "
                                               "are square",
                                               o.m, o.op));
-    const int m = is_qr(o.op) && o.m >= 0 ? o.m : o.n;
+    const int m = shape.qr && o.m >= 0 ? o.m : o.n;
     if (m < o.n)
         throw ArgumentError(
             "-m", fmt::format("must be >= n = {} ({} of a wide matrix is not supported), got {}", o.n, o.op, m));
@@ -342,7 +535,7 @@ void check_options(const BatchedOptions& o) {
                                               "sizes of the batched kernels",
                                               m, o.n));
     const int elem = o.prec == "s" ? 4 : 8;
-    const int nrhs = is_solve(o.op) ? o.nrhs : 0;
+    const int nrhs = shape.solve ? o.nrhs : 0;
     // A, its original and (solves) the factors; B and its original; pivots, tau, info.
     const double per = (per_matrix * 3.0 + static_cast<double>(std::max(1, m)) * nrhs * 2.0 + o.n * 2.0) * elem + 4;
     const double need = per * o.count;
@@ -354,7 +547,7 @@ void check_options(const BatchedOptions& o) {
 }
 
 /// Option combinations of --input, --rhs, --output and --sizes; exit code 2, nothing started.
-void check_file_options(const BatchedOptions& o) {
+void check_file_options(const BatchedOptions& o, const OpShape& shape) {
     if (!o.input.empty() && !o.sizes.empty())
         throw ArgumentError("--sizes", fmt::format("'{}' with --input: the sizes come from the file", o.sizes));
     if (o.input.empty()) {
@@ -369,17 +562,17 @@ void check_file_options(const BatchedOptions& o) {
             if (g)
                 throw ArgumentError(name,
                                     fmt::format("given with --input '{}': the sizes come from the files", o.input));
-        if (is_solve(o.op) && o.rhs.empty())
+        if (shape.solve && o.rhs.empty())
             throw ArgumentError("--rhs", fmt::format("--op {} with --input needs the right-hand sides (--rhs FILE, a "
                                                      "batch of as many matrices as --input)",
                                                      o.op));
-        if (!is_solve(o.op) && !o.rhs.empty())
+        if (!shape.solve && !o.rhs.empty())
             throw ArgumentError("--rhs", fmt::format("'{}': --op {} takes no right-hand sides", o.rhs, o.op));
     }
     if (o.sizes.empty() && o.schedule_given)
         throw ArgumentError("--schedule",
                             fmt::format("'{}' needs --sizes (the schedule of the variable-size kernels)", o.schedule));
-    if (o.aspect_given && (o.sizes.empty() || !is_qr(o.op)))
+    if (o.aspect_given && (o.sizes.empty() || !shape.qr))
         throw ArgumentError("--aspect",
                             fmt::format("{}: only geqrf and gels with --sizes take an aspect, not --op {}{}", o.aspect,
                                         o.op, o.sizes.empty() ? " without --sizes" : ""));
@@ -400,7 +593,7 @@ io::Dense<T> read_batch_file(const char* option, const std::string& path) {
 
 /// Reads --input and --rhs and checks --output before anything starts; sets count, n, m, nrhs.
 template <class T>
-BatchFiles<T> load_batch_files(BatchedOptions& o) {
+BatchFiles<T> load_batch_files(BatchedOptions& o, const OpShape& shape) {
     BatchFiles<T> f;
     if (o.input.empty()) return f;
     f.a = read_batch_file<T>("--input", o.input);
@@ -409,17 +602,17 @@ BatchFiles<T> load_batch_files(BatchedOptions& o) {
         throw ArgumentError("--input", fmt::format("'{}': wrong dimensions: a 1-D array (a vector); a batch is 3-D "
                                                    "(count x m x n) or 2-D (one matrix)",
                                                    o.input));
-    if (!is_qr(o.op) && a.m != a.n)
+    if (!shape.qr && a.m != a.n)
         throw ArgumentError("--input", fmt::format("'{}': not square: {} matrices of {} x {}; --op {} needs square "
                                                    "matrices",
                                                    o.input, a.count, a.m, a.n, o.op));
-    if (is_qr(o.op) && a.m < a.n)
+    if (shape.qr && a.m < a.n)
         throw ArgumentError("--input", fmt::format("'{}': {} x {} matrices are wider than tall; --op {} needs m >= n",
                                                    o.input, a.m, a.n, o.op));
     o.count = a.count;
     o.n = a.n;
     o.m = a.m;
-    if (is_solve(o.op)) {
+    if (shape.solve) {
         f.b = read_batch_file<T>("--rhs", o.rhs);
         const io::Dense<T>& b = f.b;
         if (b.count != a.count)
@@ -502,13 +695,13 @@ const std::vector<std::string> kVColumns = {"op",     "prec", "count",  "sizes",
                                             "slices", "iter", "time_s", "gflops", "residual", "failed", "status"};
 
 template <class T>
-int run_vbatched(const BatchedOptions& o) {
+int run_vbatched(const BatchedOptions& o, const Operation<T>& op) {
     using namespace starfact::batched;
     const std::uint64_t seed = o.seed != 0 ? o.seed : std::random_device{}() | 1ULL;
     const std::vector<int> n = draw_sizes(o, seed);
     const int count = static_cast<int>(n.size());
-    const bool lu = is_lu(o.op), qr = is_qr(o.op);
-    const int nrhs = is_solve(o.op) ? o.nrhs : 0;
+    const bool lu = op.shape.lu, qr = op.shape.qr;
+    const int nrhs = op.shape.solve ? o.nrhs : 0;
     const int nmax = count > 0 ? *std::max_element(n.begin(), n.end()) : 0;
     const Uplo uplo = o.uplo == "upper" ? Uplo::upper : Uplo::lower;
     // QR: m[b] = ceil(aspect n[b]) rows; the other operations are square.
@@ -557,7 +750,7 @@ int run_vbatched(const BatchedOptions& o) {
     std::vector<T> A0(offA[count]), A(offA[count]), F(nrhs > 0 && !qr ? offA[count] : 0), B0(offB[count]),
         B(offB[count]), tau(qr ? offP[count] : 0);
     parallel_for(count, [&](int b) {
-        if (is_cholesky(o.op))
+        if (op.shape.cholesky)
             matgen::spd(n[b], matrix_seed(seed, b, 0), A0.data() + offA[b], ld[b]);
         else
             matgen::uniform(m[b], n[b], matrix_seed(seed, b, 0), A0.data() + offA[b], ld[b]);
@@ -575,21 +768,17 @@ int run_vbatched(const BatchedOptions& o) {
     for (int b = 0; b < count; ++b) pP[b] = lu ? ipiv.data() + offP[b] : nullptr;
     const std::vector<const int*> cP(pP.begin(), pP.end());
     std::vector<int> info(n.size(), 0);
+    const VarArgs<T> args{m.data(),  n.data(),  nrhs,      count,     uplo,      pA.data(),   pF.data(),
+                          ld.data(), pP.data(), cP.data(), pT.data(), pB.data(), info.data(), topt};
     int factor_failures = 0;
     if (nrhs > 0 && !qr) {
         F = A0;  // the solve's factors, untimed, by the same path
-        factor_failures = lu ? tasks::vgetrf(n.data(), pF.data(), ld.data(), pP.data(), info.data(), count, topt)
-                             : tasks::vpotrf(uplo, n.data(), pF.data(), ld.data(), info.data(), count, topt);
+        factor_failures = op.vfactor(args);
     }
     double flops = 0;
     for (int b = 0; b < count; ++b) {
         if (n[b] == 0) continue;
-        if (o.op == "potrf") flops += potrf_flops(n[b]);
-        if (o.op == "potrs") flops += potrs_flops(n[b], nrhs);
-        if (o.op == "getrf") flops += getrf_flops(n[b]);
-        if (o.op == "getrs") flops += getrs_flops(n[b], nrhs);
-        if (o.op == "geqrf") flops += geqrf_flops(m[b], n[b]);
-        if (o.op == "gels") flops += gels_flops(m[b], n[b], nrhs);
+        flops += op.flops(m[b], n[b], nrhs);
     }
 
     int failed_rows = 0;
@@ -600,17 +789,7 @@ int run_vbatched(const BatchedOptions& o) {
         int failures = factor_failures;
         trace.start(it);
         const auto t0 = std::chrono::steady_clock::now();
-        if (o.op == "potrf") failures = tasks::vpotrf(uplo, n.data(), pA.data(), ld.data(), info.data(), count, topt);
-        if (o.op == "getrf")
-            failures = tasks::vgetrf(n.data(), pA.data(), ld.data(), pP.data(), info.data(), count, topt);
-        if (o.op == "potrs")
-            tasks::vpotrs(uplo, n.data(), nrhs, pF.data(), ld.data(), pB.data(), ld.data(), count, topt);
-        if (o.op == "getrs")
-            tasks::vgetrs(n.data(), nrhs, pF.data(), ld.data(), cP.data(), pB.data(), ld.data(), count, topt);
-        if (o.op == "geqrf") tasks::vgeqrf(m.data(), n.data(), pA.data(), ld.data(), pT.data(), count, topt);
-        if (o.op == "gels")
-            failures = tasks::vgels(m.data(), n.data(), nrhs, pA.data(), ld.data(), pT.data(), pB.data(), ld.data(),
-                                    info.data(), count, topt);
+        failures += op.vrun(args);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         trace.stop();
         times.push_back(secs);
@@ -638,18 +817,8 @@ int run_vbatched(const BatchedOptions& o) {
             parallel_for(count, [&](int b) {
                 if (info[b] != 0 || n[b] == 0) return;
                 const T* a0 = A0.data() + offA[b];
-                if (o.op == "potrf")
-                    res[b] = residuals::potrf(uplo, n[b], a0, ld[b], A.data() + offA[b], ld[b]);
-                else if (o.op == "getrf")
-                    res[b] = residuals::getrf(n[b], a0, ld[b], A.data() + offA[b], ld[b], pP[b]);
-                else if (o.op == "geqrf")
-                    res[b] = residuals::geqrf(m[b], n[b], a0, ld[b], A.data() + offA[b], ld[b], pT[b]);
-                else if (o.op == "gels")
-                    res[b] = residuals::least_squares(m[b], n[b], nrhs, a0, ld[b], B.data() + offB[b], ld[b],
-                                                      B0.data() + offB[b], ld[b]);
-                else
-                    res[b] =
-                        residuals::solve(n[b], nrhs, a0, ld[b], B.data() + offB[b], ld[b], B0.data() + offB[b], ld[b]);
+                res[b] = op.residual({m[b], n[b], nrhs, uplo, a0, ld[b], A.data() + offA[b], pP[b], pT[b],
+                                      B.data() + offB[b], ld[b], B0.data() + offB[b]});
             });
             double worst = 0.0;
             int bad = 0;
@@ -665,7 +834,7 @@ int run_vbatched(const BatchedOptions& o) {
         if (!ok) ++failed_rows;
         out.row(r);
     }
-    if (o.op != "geqrf") print_failures(o, info.data(), count);
+    if (op.failure != nullptr) print_failures(o, op.failure, info.data(), count);
     trace.write();
     if (o.niter > 1) {
         const double t = median(times);
@@ -688,12 +857,15 @@ int run_vbatched(const BatchedOptions& o) {
     return failed_rows;
 }
 
+/// Looks --op up once, then runs the variable-size batch (--sizes) or the fixed-size one.
 template <class T>
 int run_any(BatchedOptions& o) {
-    if (!o.sizes.empty()) return run_vbatched<T>(o);
-    const BatchFiles<T> files = load_batch_files<T>(o);
-    check_options(o);
-    return run_batched<T>(o, files);
+    const Operation<T>& op = operation<T>(o.op);
+    check_file_options(o, op.shape);
+    if (!o.sizes.empty()) return run_vbatched<T>(o, op);
+    const BatchFiles<T> files = load_batch_files<T>(o, op.shape);
+    check_options(o, op.shape);
+    return run_batched<T>(o, op, files);
 }
 
 }  // namespace
@@ -791,10 +963,7 @@ void add_batched_command(CLI::App& app, Run& run) {
         o->n_given = n_opt->count() > 0;
         o->count_given = count_opt->count() > 0;
         o->nrhs_given = nrhs_opt->count() > 0;
-        run = [o]() -> int {
-            check_file_options(*o);
-            return o->prec == "s" ? run_any<float>(*o) : run_any<double>(*o);
-        };
+        run = [o]() -> int { return o->prec == "s" ? run_any<float>(*o) : run_any<double>(*o); };
     });
 }
 

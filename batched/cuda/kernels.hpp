@@ -19,6 +19,8 @@
 
 #include <cstddef>
 
+#include "batched/uplo.hpp"
+
 namespace starfact::batched::cuda {
 
 /// What a launch needs. `cublas` is bound to `stream` by the caller. `workspace` points to
@@ -31,7 +33,8 @@ struct Launch {
     std::size_t workspace_bytes = 0;
 };
 
-enum class Uplo { lower, upper };
+/// The public API's Uplo (batched/uplo.hpp): both layers take the same type.
+using batched::Uplo;
 
 // ---- LU with partial pivoting (square) ----------------------------------------------------
 
@@ -58,8 +61,8 @@ template <class T>
 void potrf(const Launch& launch, Uplo uplo, int n, T* const* A, int lda, int* info, int count);
 /// potrf on a strided batch: the same, with the caller's promise that A[b] == base + b * stride
 /// for every b, which lets the recursion's single gemms go to cuBLAS's strided batched gemm
-/// (H100, 2000 x 512: 8.56 against 8.63 ms lower, 8.82 against 9.07 upper; docs/batched.md,
-/// "Fixed sizes against the vendor libraries").
+/// (no pointer arrays, slightly faster: docs/batched.md, "Fixed sizes against the vendor
+/// libraries").
 /// Same workspace as potrf.
 template <class T>
 void potrf_strided(const Launch& launch, Uplo uplo, int n, T* const* A, T* base, long long stride, int lda, int* info,

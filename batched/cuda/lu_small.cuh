@@ -505,10 +505,9 @@ __device__ __forceinline__ void warp_column_step(T (&x)[W], int jj, int jg, int 
 }
 
 /// One warp per matrix, lane t holding row t, a column step at a time (warp_column_step). That
-/// step, against lu_whole_kernel's (the reciprocal after the broadcast, a branch around each
-/// row's update), takes 32 x 10000 from 110.6-111.0 to 102.3-102.4 us and 24 x 10000 from
-/// 83.1-83.6 to 78.0 (H100, FP64; bench/results/2026-11-27-h100-batched-fixed.csv, column
-/// `binary`; docs/batched.md, "Fixed sizes against the vendor libraries").
+/// step is faster at orders 24 and 32 than lu_whole_kernel's (the reciprocal after the
+/// broadcast, a branch around each row's update); docs/batched.md, "Fixed sizes against the
+/// vendor libraries".
 template <class T, int NC, int MAXT, int MINB, class Batch>
 __global__ void __launch_bounds__(MAXT, MINB) lu_warp_kernel(Batch batch, int count) {
     static_assert(NC <= 32 && MAXT % 32 == 0, "a lane per row");
@@ -615,9 +614,8 @@ __device__ __forceinline__ void rank4_update(double (&x)[16], int e, int k, int 
 /// The rank-4 updates differ from lu_warp_kernel's column-by-column updates in rounding only: on
 /// 10000 random matrices the same pivots and factors within 8e-14 of lu_warp_kernel's, relative
 /// to the largest entry; exact ties that the warp kernel's arithmetic keeps exact may resolve
-/// otherwise. H200, FP64, 32 x 10000: 76.9-77.7 us (docs/batched.md, "Fixed sizes against the
-/// vendor libraries"; bench/results/2026-11-29-h200-batched-lu32.csv), faster than rank-4
-/// updates of the right half only, than the pivots applied to it in pairs (the warp kernel's
+/// otherwise. In double at order 32 it is faster (docs/batched.md, "Fixed sizes against the
+/// vendor libraries") than rank-4 updates of the right half only, than the pivots applied to it in pairs (the warp kernel's
 /// bits, but its steps are then the main stall) and than lu_warp_kernel; slower than
 /// lu_warp_kernel for less than one round of the grid, hence launch()'s threshold.
 template <int MAXT, int MINB, class Batch>

@@ -19,9 +19,8 @@
 // every kernel and gemm takes a View that maps (i, j) of the lower factor L = U^T to memory.
 //
 // potrf_strided (a batch in one array at a fixed stride) runs the same walk with the single
-// gemms as cuBLAS strided batched gemms (no pointer arrays; at 2000 x 512 on the H100 8.56
-// against 8.63 ms lower, 8.82 against 9.07 upper: docs/batched.md, "Fixed sizes against the
-// vendor libraries").
+// gemms as cuBLAS strided batched gemms (no pointer arrays, slightly faster: docs/batched.md,
+// "Fixed sizes against the vendor libraries").
 //
 // A matrix whose leading minor fails keeps its info from the leaf that saw it; the later leaves
 // and solves skip it (the batched gemms still touch its trailing part, which LAPACK leaves
@@ -79,9 +78,9 @@ constexpr int kSyrkWideAbove = 128;
 /// potrs of orders above kCut with at most kPotrsBlockMaxNrhs right-hand sides: the block
 /// kernel (trsv_block.cuh: the factor read once, coalesced, in one launch) when its columns fit
 /// in kPotrsBlockShared bytes of shared memory per block; else, and for more right-hand sides,
-/// the batch-wide recursion (leaf solves and batched gemms), which the H100 sweep found
-/// 1.2-2.4x slower at 1, 2 and 4 right-hand sides and 2.0-2.2x faster at 16
-/// (bench/results/2026-11-22-h100-batched-solves.csv, column `variant`; 5 to 15 not measured).
+/// the batch-wide recursion (leaf solves and batched gemms), which the sweep of the solves
+/// found 1.2-2.4x slower at 1, 2 and 4 right-hand sides and 2.0-2.2x faster at 16 (5 to 15 not
+/// measured; docs/batched.md, "The solves").
 /// STARFACT_BATCHED_POTRS=block|recursive (read once per process) or set_potrs_path (kernels.hpp)
 /// forces one of them, for benchmarks and tests.
 constexpr std::size_t kPotrsBlockShared = 200 * 1024;

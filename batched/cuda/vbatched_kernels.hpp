@@ -144,7 +144,7 @@ void vgeqrs(const Launch& launch, const VQrBounds& bounds, const int* m, const i
 
 // ---- slices of the variable-size codelet (vslice.cu) -------------------------------------------
 
-/// One matrix of a packed slice (batched/vcodelet.cc): its shape and where its A, B and pivots
+/// One matrix of a packed slice (batched/vcodelet.hpp): its shape and where its A, B and pivots
 /// or tau start in the slice's packed buffers (in elements); leading dimensions max(1, m).
 struct VSliceEntry {
     int m, n;
