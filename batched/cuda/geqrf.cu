@@ -37,6 +37,7 @@
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/householder.cuh"
 #include "batched/cuda/vbatched_kernels.hpp"
+#include "common/cuda_blas.hpp"
 
 namespace starfact::batched::cuda {
 namespace {
@@ -768,15 +769,12 @@ __global__ void geqrs_kernel(int m, int n, int nrhs, const T* const* A, int lda,
         for (int i = lane; i < m; i += 32) Bg[i] = x[i];
 }
 
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            double alpha, const double* const* A, int lda, const double* const* B, int ldb, double beta,
-                            double* const* C, int ldc, int count) {
-    return cublasDgemmBatched(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc, count);
-}
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            float alpha, const float* const* A, int lda, const float* const* B, int ldb, float beta,
-                            float* const* C, int ldc, int count) {
-    return cublasSgemmBatched(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc, count);
+// cuBLAS's batched GEMMs with alpha and beta by value (host pointer mode, see HostPointerMode).
+template <class T>
+cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, T alpha,
+                            const T* const* A, int lda, const T* const* B, int ldb, T beta, T* const* C, int ldc,
+                            int count) {
+    return cublas::gemm_batched(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc, count);
 }
 
 /// Host pointer mode for our alpha/beta while the call runs; the caller's mode afterwards.
@@ -795,15 +793,11 @@ private:
     cublasPointerMode_t saved_ = CUBLAS_POINTER_MODE_HOST;
 };
 
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            double alpha, const double* A, int lda, long long sa, const double* B, int ldb,
-                            long long sb, double beta, double* C, int ldc, long long sc, int count) {
-    return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, count);
-}
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            float alpha, const float* A, int lda, long long sa, const float* B, int ldb, long long sb,
-                            float beta, float* C, int ldc, long long sc, int count) {
-    return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, count);
+template <class T>
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, T alpha,
+                            const T* A, int lda, long long sa, const T* B, int ldb, long long sb, T beta, T* C, int ldc,
+                            long long sc, int count) {
+    return cublas::gemm_strided_batched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, count);
 }
 
 constexpr int kSmallRowsMax = 64;  // the largest row bound M of small_kernel's instantiations

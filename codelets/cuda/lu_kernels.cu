@@ -9,12 +9,12 @@
 #include <cfloat>
 #include <climits>
 #include <cstdint>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "codelets/cpu/lu_kernels.hpp"
 #include "codelets/cuda/tile_kernels.hpp"
+#include "common/cuda_blas.hpp"
 
 namespace starfact::cuda {
 namespace {
@@ -37,10 +37,7 @@ std::size_t pair_swap_ints(int b) { return 3 * static_cast<std::size_t>(b) + 1; 
 // Ints the composed laswp of k pivots needs: count, row[2k], src[2k].
 std::size_t laswp_ints(int k) { return 4 * static_cast<std::size_t>(k) + 1; }
 
-template <class T>
-constexpr cudaDataType data_type() {
-    return std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
-}
+using cublas::data_type;
 
 template <class T>
 TileView<const T> as_const(TileView<T> v) {
@@ -544,17 +541,12 @@ __global__ void invert_leaf_kernel(TileView<T> X) {
     for (int i = c + 1; i < s; ++i) X(p + i, p + c) = x[i][c];
 }
 
-cublasStatus_t gemm_strided(cublasHandle_t h, int m, int n, int k, double alpha, const double* A, int lda,
-                            long long sa, const double* B, int ldb, long long sb, double beta, double* C, int ldc,
-                            long long sc, int count) {
-    return cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C,
-                                     ldc, sc, count);
-}
-cublasStatus_t gemm_strided(cublasHandle_t h, int m, int n, int k, float alpha, const float* A, int lda, long long sa,
-                            const float* B, int ldb, long long sb, float beta, float* C, int ldc, long long sc,
-                            int count) {
-    return cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C,
-                                     ldc, sc, count);
+// All-N batched GEMM over matrices at fixed strides, alpha and beta by value.
+template <class T>
+cublasStatus_t gemm_strided(cublasHandle_t h, int m, int n, int k, T alpha, const T* A, int lda, long long sa,
+                            const T* B, int ldb, long long sb, T beta, T* C, int ldc, long long sc, int count) {
+    return cublas::gemm_strided_batched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C,
+                                        ldc, sc, count);
 }
 
 // X = L^{-1} for the b x b unit lower L (its strict lower part is read), X written in full.
