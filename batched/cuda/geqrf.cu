@@ -58,12 +58,30 @@ struct QrTable {
     std::size_t geqrs_smem_bytes;  ///< geqrs keeps its columns in shared memory up to this
     int narrow_rows;               ///< m up to this: the blocked path's panels have 16 columns
 };
-// nb = 64 is faster than 32 and than 128 at 1000 x 256 and 2000 x 512 (a wider outer block moves
-// the same bytes). narrow_rows = 128: panels of 16 columns let two to four register-panel blocks
-// share an SM instead of one or two, which is faster for 64 x 64 and 128 x 128 and slower for
-// 256 x 256 and 512 x 512, where the extra GEMM launches cost more (docs/batched.md, "QR" and
-// "Decisions, and what was tried and dropped").
-constexpr QrTable kQr{64, 4, 32, 64, 200 * 1024, 8, 16, 256, std::size_t(2) << 30, 4, 96 * 1024, 128};
+/// The thresholds in use, field by field.
+constexpr QrTable qr_table() {
+    QrTable t{};
+    t.small_rows = 64;
+    t.small_warps = 4;
+    t.ib = 32;
+    // nb = 64 is faster than 32 and than 128 at 1000 x 256 and 2000 x 512 (a wider outer block
+    // moves the same bytes).
+    t.nb = 64;
+    t.panel_smem_bytes = 200 * 1024;
+    t.panel_warps = 8;
+    t.panel_warps_tall = 16;
+    t.panel_tall_rows = 256;
+    t.chunk_bytes = std::size_t(2) << 30;
+    t.geqrs_warps = 4;
+    t.geqrs_smem_bytes = 96 * 1024;
+    // Panels of 16 columns let two to four register-panel blocks share an SM instead of one or
+    // two, which is faster for 64 x 64 and 128 x 128 and slower for 256 x 256 and 512 x 512, where
+    // the extra GEMM launches cost more (docs/batched.md, "QR" and "Decisions, and what was tried
+    // and dropped").
+    t.narrow_rows = 128;
+    return t;
+}
+constexpr QrTable kQr = qr_table();
 /// Columns a warp of the panel kernel owns at most (its dot products run side by side).
 constexpr int kMaxOwned = 4;
 constexpr int kLdT = 32;  ///< leading dimension of the per-matrix G and T blocks
@@ -885,34 +903,36 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
     detail::check_launch("geqrf register panel");
 }
 
+/// Rows per lane R of the register panel by the panel's height: the smallest R that holds it
+/// (R even, the products running in pairs of rows), with the warps of kRegPanelCols[cols].
+struct RegPanelRows {
+    int max_rows;  ///< panels of up to this many rows (32 R)
+    int R;         ///< rows per lane
+    int cols;      ///< index into kRegPanelCols
+};
+constexpr RegPanelRows kRegPanelRows[] = {
+    {64, 2, 0}, {128, 4, 1}, {192, 6, 2}, {256, 8, 2}, {320, 10, 3}, {384, 12, 3}, {448, 14, 3}, {512, 16, 3},
+};
+constexpr int kRegPanelRowCount = static_cast<int>(sizeof(kRegPanelRows) / sizeof(kRegPanelRows[0]));
+static_assert(kRegPanelRows[kRegPanelRowCount - 1].max_rows == 32 * kRegPanelSlots, "the last row covers the slots");
+
 /// The register panel for mp <= 32 kRegPanelSlots rows and NCOL (16 or 32) >= iw columns: the
-/// smallest R (rows per lane) that holds the panel, with the warps of kRegPanelCols.
-template <class T, int NCOL>
+/// first row I.. of kRegPanelRows that holds the panel (the last one for any taller panel).
+template <class T, int NCOL, int I = 0>
 void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
                            int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count,
                            const T* mergeV, const T* mergeY, const VarPanel<T>& var = {}) {
     constexpr int D = 32 / NCOL;  // NCOL 16: the same warps, each with half the columns
-    const int mp = m - row0;
-#define STARFACT_REG_PANEL(R_, I_)                                                                                \
-    launch_reg_panel<T, R_, kRegPanelCols[I_] / D, NCOL>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, \
-                                                         above, Tm, tstride, Y, count, mergeV, mergeY, var)
-    if (mp <= 64)
-        STARFACT_REG_PANEL(2, 0);
-    else if (mp <= 128)
-        STARFACT_REG_PANEL(4, 1);
-    else if (mp <= 192)
-        STARFACT_REG_PANEL(6, 2);
-    else if (mp <= 256)
-        STARFACT_REG_PANEL(8, 2);
-    else if (mp <= 320)
-        STARFACT_REG_PANEL(10, 3);
-    else if (mp <= 384)
-        STARFACT_REG_PANEL(12, 3);
-    else if (mp <= 448)
-        STARFACT_REG_PANEL(14, 3);
-    else
-        STARFACT_REG_PANEL(16, 3);
-#undef STARFACT_REG_PANEL
+    constexpr RegPanelRows rows = kRegPanelRows[I];
+    if constexpr (I + 1 < kRegPanelRowCount) {
+        if (m - row0 > rows.max_rows) {
+            launch_reg_panel_rows<T, NCOL, I + 1>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
+                                                  tstride, Y, count, mergeV, mergeY, var);
+            return;
+        }
+    }
+    launch_reg_panel<T, rows.R, kRegPanelCols[rows.cols] / D, NCOL>(
+        launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y, count, mergeV, mergeY, var);
 }
 
 /// Factors one panel of every matrix; with V, also writes V, and T and Y = V T too when it
