@@ -879,9 +879,9 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
                       int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count, const T* mergeV,
                       const T* mergeY, const VarPanel<T>& var = {}) {
     // The first wave's stagger, for the instances that run one block per SM (512 threads, 128
-    // registers): 1.5 us per row per lane (24 us for 512 rows, about a third of a block's time),
-    // or $STARFACT_BATCHED_QR_STAGGER_NS for tuning. At 2000 x 512 that is faster than a
-    // shorter stagger and than none: the blocks' loads and stores stop coinciding.
+    // registers): 1500 ns per row per lane (for 512 rows, about a third of a block's time), or
+    // $STARFACT_BATCHED_QR_STAGGER_NS for tuning. At 2000 x 512 that is faster than a shorter
+    // stagger and than none: the blocks' loads and stores stop coinciding.
     static const int stagger_ns = [] {
         const char* e = std::getenv("STARFACT_BATCHED_QR_STAGGER_NS");
         const bool one_per_sm = NCOL == 32 && K == 2;

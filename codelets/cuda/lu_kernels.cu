@@ -160,11 +160,11 @@ cudaError_t getrf(const LuContext& ctx, TileView<T> A, int* dipiv, int* dinfo, i
     if (host_bytes != 0) return cudaErrorNotSupported;
     const std::size_t pivot_bytes = align_up(static_cast<std::size_t>(k) * sizeof(std::int64_t));
     if (ctx.work == nullptr || pivot_bytes + device_bytes > ctx.work_bytes) return cudaErrorInvalidValue;
-    // cuSOLVER's getrf does not carry NaN through: on the H100 (CUDA 13) a column of NaN came out
-    // with an exact zero pivot and finite factors, so a NaN input could give a finite solution.
-    // A tile holding a NaN or an infinity is factored by the CPU kernel instead (LAPACK's
-    // semantics, the CPU worker's result). The scan reads the tile once and costs one
-    // synchronization: under 1% of the factorization from nb = 1024 on.
+    // cuSOLVER's getrf does not carry NaN through: a column of NaN can come out with an exact
+    // zero pivot and finite factors, so a NaN input could give a finite solution. A tile holding
+    // a NaN or an infinity is factored by the CPU kernel instead (LAPACK's semantics, the CPU
+    // worker's result). The scan reads the tile once and costs one synchronization, small next
+    // to the factorization of a large tile.
     if ((err = cudaMemsetAsync(dinfo, 0, sizeof(int), ctx.stream)) != cudaSuccess) return err;
     const long long elements = static_cast<long long>(A.m) * A.n;
     const int scan_blocks = static_cast<int>(std::min<long long>((elements + kConvertThreads - 1) / kConvertThreads, 1024));
