@@ -874,10 +874,28 @@ constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel ker
 constexpr int kRegPanelCols[4] = {8, 4, 4, 2};
 static_assert(kQr.ib <= 32, "every panel column has an owner");
 
+/// One register panel launch on the host side: reg_panel_kernel's arguments but the first
+/// wave's stagger, which launch_reg_panel adds.
+template <class T>
+struct RegPanelArgs {
+    T* const* A = nullptr;
+    int lda = 0, m = 0, row0 = 0, iw = 0;
+    T* tau = nullptr;
+    int ntau = 0;
+    T* V = nullptr;
+    int ldv = 0;
+    long long vstride = 0;
+    int above = 0;
+    T* Tm = nullptr;
+    long long tstride = 0;
+    T* Y = nullptr;
+    const T* mergeV = nullptr;
+    const T* mergeY = nullptr;
+    VarPanel<T> var;
+};
+
 template <class T, int R, int K, int NCOL>
-void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
-                      int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count, const T* mergeV,
-                      const T* mergeY, const VarPanel<T>& var = {}) {
+void launch_reg_panel(const Launch& launch, const RegPanelArgs<T>& p, int count) {
     // The first wave's stagger, for the instances that run one block per SM (512 threads, 128
     // registers): 1500 ns per row per lane (for 512 rows, about a third of a block's time), or
     // $STARFACT_BATCHED_QR_STAGGER_NS for tuning. At 2000 x 512 that is faster than a shorter
@@ -894,12 +912,12 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
     const std::pair<int, int> stagger{stagger_ns, sms};
     // V staged for Y, and X and Z of the merge after it.
     const std::size_t smem =
-        Y != nullptr ? sizeof(T) * (reg_panel_ldv(R) * NCOL + (mergeV != nullptr ? 2 * 32 * 36 : 0)) : 0;
+        p.Y != nullptr ? sizeof(T) * (reg_panel_ldv(R) * NCOL + (p.mergeV != nullptr ? 2 * 32 * 36 : 0)) : 0;
     // With the static arrays (sTr among them) the total passes 48 KiB already at R = 4 in double.
     if (smem > 0) detail::opt_in_shared(reg_panel_kernel<T, R, K, NCOL>, "geqrf register panel shared memory");
     reg_panel_kernel<T, R, K, NCOL><<<count, 32 * (NCOL / K), smem, launch.stream>>>(
-        A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y, mergeV, mergeY, stagger.first,
-        stagger.second, var);
+        p.A, p.lda, p.m, p.row0, p.iw, p.tau, p.ntau, p.V, p.ldv, p.vstride, p.above, p.Tm, p.tstride, p.Y, p.mergeV,
+        p.mergeY, stagger.first, stagger.second, p.var);
     detail::check_launch("geqrf register panel");
 }
 
@@ -919,20 +937,16 @@ static_assert(kRegPanelRows[kRegPanelRowCount - 1].max_rows == 32 * kRegPanelSlo
 /// The register panel for mp <= 32 kRegPanelSlots rows and NCOL (16 or 32) >= iw columns: the
 /// first row I.. of kRegPanelRows that holds the panel (the last one for any taller panel).
 template <class T, int NCOL, int I = 0>
-void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
-                           int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count,
-                           const T* mergeV, const T* mergeY, const VarPanel<T>& var = {}) {
+void launch_reg_panel_rows(const Launch& launch, const RegPanelArgs<T>& p, int count) {
     constexpr int D = 32 / NCOL;  // NCOL 16: the same warps, each with half the columns
     constexpr RegPanelRows rows = kRegPanelRows[I];
     if constexpr (I + 1 < kRegPanelRowCount) {
-        if (m - row0 > rows.max_rows) {
-            launch_reg_panel_rows<T, NCOL, I + 1>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm,
-                                                  tstride, Y, count, mergeV, mergeY, var);
+        if (p.m - p.row0 > rows.max_rows) {
+            launch_reg_panel_rows<T, NCOL, I + 1>(launch, p, count);
             return;
         }
     }
-    launch_reg_panel<T, rows.R, kRegPanelCols[rows.cols] / D, NCOL>(
-        launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y, count, mergeV, mergeY, var);
+    launch_reg_panel<T, rows.R, kRegPanelCols[rows.cols] / D, NCOL>(launch, p, count);
 }
 
 /// Factors one panel of every matrix; with V, also writes V, and T and Y = V T too when it
@@ -949,15 +963,30 @@ bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, i
     if (merged != nullptr) *merged = false;
     if (mp <= 32 * kRegPanelSlots) {
         if (V == nullptr || Tm == nullptr) Y = nullptr;
+        RegPanelArgs<T> p;
+        p.A = A;
+        p.lda = lda;
+        p.m = m;
+        p.row0 = row0;
+        p.iw = iw;
+        p.tau = tau;
+        p.ntau = ntau;
+        p.V = V;
+        p.ldv = ldv;
+        p.vstride = vstride;
+        p.above = above;
+        p.Tm = Tm;
+        p.tstride = tstride;
+        p.Y = Y;
         if (iw <= 16) {
-            launch_reg_panel_rows<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                         count, nullptr, nullptr);
+            launch_reg_panel_rows<T, 16>(launch, p, count);
         } else {
             // The merge runs on the tensor cores (double), for a left half of 32 columns.
             const bool merge = std::is_same<T, double>::value && Y != nullptr && mergeV != nullptr &&
                                mergeY != nullptr && merged != nullptr && above % 8 == 0;
-            launch_reg_panel_rows<T, 32>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                         count, merge ? mergeV : nullptr, merge ? mergeY : nullptr);
+            p.mergeV = merge ? mergeV : nullptr;
+            p.mergeY = merge ? mergeY : nullptr;
+            launch_reg_panel_rows<T, 32>(launch, p, count);
             if (merge) *merged = true;
         }
         return Y != nullptr;
@@ -1203,17 +1232,21 @@ template <class T>
 bool vgeqrf_reg_panel(const Launch& launch, int rows, const int* m, const int* n, const int* lda, T* const* A,
                       T* const* tau, T* Tws, Schedule s, int kmax, int step, int count) {
     if (rows > 32 * kRegPanelSlots || count <= 0) return false;
-    VarPanel<T> var;
-    var.m = m;
-    var.n = n;
-    var.lda = lda;
-    var.tau = tau;
-    var.s = s;
-    var.kmax = kmax;
-    var.step = step;
+    RegPanelArgs<T> p;
+    p.A = A;
+    p.m = rows;
+    p.iw = kVBlock;
+    p.Tm = Tws;
+    p.tstride = kVBlock * kVBlock;
+    p.var.m = m;
+    p.var.n = n;
+    p.var.lda = lda;
+    p.var.tau = tau;
+    p.var.s = s;
+    p.var.kmax = kmax;
+    p.var.step = step;
     // The kernel reads each matrix's shape; rows (the step's bound) picks the instance.
-    launch_reg_panel_rows<T, 32>(launch, A, 0, rows, 0, kVBlock, nullptr, 0, nullptr, 0, 0, 0, Tws, kVBlock * kVBlock,
-                                 nullptr, count, nullptr, nullptr, var);
+    launch_reg_panel_rows<T, 32>(launch, p, count);
     return true;
 }
 
