@@ -21,6 +21,7 @@
 
 #include "codelets/cpu/qr_kernels.hpp"
 #include "codelets/cuda/qr_kernels.hpp"
+#include "common/cuda_blas.hpp"
 #include "common/scalar_traits.hpp"
 #include "cuda_test_support.hpp"
 #include "test_support.hpp"
@@ -212,7 +213,7 @@ public:
 
     /// cuSOLVER's geqrf of P alone (its own buffers): P's factored storage, tau in *tau.
     HostMatrix<T> cusolver_geqrf(const HostMatrix<T>& P, std::vector<T>* tau) {
-        const cudaDataType type = sizeof(T) == sizeof(double) ? CUDA_R_64F : CUDA_R_32F;
+        const cudaDataType type = cublas::data_type<T>();
         DeviceMatrix<T> dP(P);
         DeviceBuffer<T> dtau(static_cast<std::size_t>(std::min(P.m, P.n)));
         DeviceBuffer<int> info(1);

@@ -37,6 +37,7 @@
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/householder.cuh"
 #include "batched/cuda/vbatched_kernels.hpp"
+#include "common/cuda_blas.hpp"
 
 namespace starfact::batched::cuda {
 namespace {
@@ -57,12 +58,30 @@ struct QrTable {
     std::size_t geqrs_smem_bytes;  ///< geqrs keeps its columns in shared memory up to this
     int narrow_rows;               ///< m up to this: the blocked path's panels have 16 columns
 };
-// nb = 64 is faster than 32 and than 128 at 1000 x 256 and 2000 x 512 (a wider outer block moves
-// the same bytes). narrow_rows = 128: panels of 16 columns let two to four register-panel blocks
-// share an SM instead of one or two, which is faster for 64 x 64 and 128 x 128 and slower for
-// 256 x 256 and 512 x 512, where the extra GEMM launches cost more (docs/batched.md, "QR" and
-// "Decisions, and what was tried and dropped").
-constexpr QrTable kQr{64, 4, 32, 64, 200 * 1024, 8, 16, 256, std::size_t(2) << 30, 4, 96 * 1024, 128};
+/// The thresholds in use, field by field.
+constexpr QrTable qr_table() {
+    QrTable t{};
+    t.small_rows = 64;
+    t.small_warps = 4;
+    t.ib = 32;
+    // nb = 64 is faster than 32 and than 128 at 1000 x 256 and 2000 x 512 (a wider outer block
+    // moves the same bytes).
+    t.nb = 64;
+    t.panel_smem_bytes = 200 * 1024;
+    t.panel_warps = 8;
+    t.panel_warps_tall = 16;
+    t.panel_tall_rows = 256;
+    t.chunk_bytes = std::size_t(2) << 30;
+    t.geqrs_warps = 4;
+    t.geqrs_smem_bytes = 96 * 1024;
+    // Panels of 16 columns let two to four register-panel blocks share an SM instead of one or
+    // two, which is faster for 64 x 64 and 128 x 128 and slower for 256 x 256 and 512 x 512, where
+    // the extra GEMM launches cost more (docs/batched.md, "QR" and "Decisions, and what was tried
+    // and dropped").
+    t.narrow_rows = 128;
+    return t;
+}
+constexpr QrTable kQr = qr_table();
 /// Columns a warp of the panel kernel owns at most (its dot products run side by side).
 constexpr int kMaxOwned = 4;
 constexpr int kLdT = 32;  ///< leading dimension of the per-matrix G and T blocks
@@ -768,15 +787,12 @@ __global__ void geqrs_kernel(int m, int n, int nrhs, const T* const* A, int lda,
         for (int i = lane; i < m; i += 32) Bg[i] = x[i];
 }
 
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            double alpha, const double* const* A, int lda, const double* const* B, int ldb, double beta,
-                            double* const* C, int ldc, int count) {
-    return cublasDgemmBatched(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc, count);
-}
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            float alpha, const float* const* A, int lda, const float* const* B, int ldb, float beta,
-                            float* const* C, int ldc, int count) {
-    return cublasSgemmBatched(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc, count);
+// cuBLAS's batched GEMMs with alpha and beta by value (host pointer mode, see HostPointerMode).
+template <class T>
+cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, T alpha,
+                            const T* const* A, int lda, const T* const* B, int ldb, T beta, T* const* C, int ldc,
+                            int count) {
+    return cublas::gemm_batched(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc, count);
 }
 
 /// Host pointer mode for our alpha/beta while the call runs; the caller's mode afterwards.
@@ -795,15 +811,11 @@ private:
     cublasPointerMode_t saved_ = CUBLAS_POINTER_MODE_HOST;
 };
 
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            double alpha, const double* A, int lda, long long sa, const double* B, int ldb,
-                            long long sb, double beta, double* C, int ldc, long long sc, int count) {
-    return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, count);
-}
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            float alpha, const float* A, int lda, long long sa, const float* B, int ldb, long long sb,
-                            float beta, float* C, int ldc, long long sc, int count) {
-    return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, count);
+template <class T>
+cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, T alpha,
+                            const T* A, int lda, long long sa, const T* B, int ldb, long long sb, T beta, T* C, int ldc,
+                            long long sc, int count) {
+    return cublas::gemm_strided_batched(h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc, count);
 }
 
 constexpr int kSmallRowsMax = 64;  // the largest row bound M of small_kernel's instantiations
@@ -862,14 +874,32 @@ constexpr int kRegPanelSlots = 16;  ///< rows per lane of the register panel ker
 constexpr int kRegPanelCols[4] = {8, 4, 4, 2};
 static_assert(kQr.ib <= 32, "every panel column has an owner");
 
+/// One register panel launch on the host side: reg_panel_kernel's arguments but the first
+/// wave's stagger, which launch_reg_panel adds.
+template <class T>
+struct RegPanelArgs {
+    T* const* A = nullptr;
+    int lda = 0, m = 0, row0 = 0, iw = 0;
+    T* tau = nullptr;
+    int ntau = 0;
+    T* V = nullptr;
+    int ldv = 0;
+    long long vstride = 0;
+    int above = 0;
+    T* Tm = nullptr;
+    long long tstride = 0;
+    T* Y = nullptr;
+    const T* mergeV = nullptr;
+    const T* mergeY = nullptr;
+    VarPanel<T> var;
+};
+
 template <class T, int R, int K, int NCOL>
-void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
-                      int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count, const T* mergeV,
-                      const T* mergeY, const VarPanel<T>& var = {}) {
+void launch_reg_panel(const Launch& launch, const RegPanelArgs<T>& p, int count) {
     // The first wave's stagger, for the instances that run one block per SM (512 threads, 128
-    // registers): 1.5 us per row per lane (24 us for 512 rows, about a third of a block's time),
-    // or $STARFACT_BATCHED_QR_STAGGER_NS for tuning. At 2000 x 512 that is faster than a
-    // shorter stagger and than none: the blocks' loads and stores stop coinciding.
+    // registers): 1500 ns per row per lane (for 512 rows, about a third of a block's time), or
+    // $STARFACT_BATCHED_QR_STAGGER_NS for tuning. At 2000 x 512 that is faster than a shorter
+    // stagger and than none: the blocks' loads and stores stop coinciding.
     static const int stagger_ns = [] {
         const char* e = std::getenv("STARFACT_BATCHED_QR_STAGGER_NS");
         const bool one_per_sm = NCOL == 32 && K == 2;
@@ -882,43 +912,41 @@ void launch_reg_panel(const Launch& launch, T* const* A, int lda, int m, int row
     const std::pair<int, int> stagger{stagger_ns, sms};
     // V staged for Y, and X and Z of the merge after it.
     const std::size_t smem =
-        Y != nullptr ? sizeof(T) * (reg_panel_ldv(R) * NCOL + (mergeV != nullptr ? 2 * 32 * 36 : 0)) : 0;
+        p.Y != nullptr ? sizeof(T) * (reg_panel_ldv(R) * NCOL + (p.mergeV != nullptr ? 2 * 32 * 36 : 0)) : 0;
     // With the static arrays (sTr among them) the total passes 48 KiB already at R = 4 in double.
     if (smem > 0) detail::opt_in_shared(reg_panel_kernel<T, R, K, NCOL>, "geqrf register panel shared memory");
     reg_panel_kernel<T, R, K, NCOL><<<count, 32 * (NCOL / K), smem, launch.stream>>>(
-        A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y, mergeV, mergeY, stagger.first,
-        stagger.second, var);
+        p.A, p.lda, p.m, p.row0, p.iw, p.tau, p.ntau, p.V, p.ldv, p.vstride, p.above, p.Tm, p.tstride, p.Y, p.mergeV,
+        p.mergeY, stagger.first, stagger.second, p.var);
     detail::check_launch("geqrf register panel");
 }
 
+/// Rows per lane R of the register panel by the panel's height: the smallest R that holds it
+/// (R even, the products running in pairs of rows), with the warps of kRegPanelCols[cols].
+struct RegPanelRows {
+    int max_rows;  ///< panels of up to this many rows (32 R)
+    int R;         ///< rows per lane
+    int cols;      ///< index into kRegPanelCols
+};
+constexpr RegPanelRows kRegPanelRows[] = {
+    {64, 2, 0}, {128, 4, 1}, {192, 6, 2}, {256, 8, 2}, {320, 10, 3}, {384, 12, 3}, {448, 14, 3}, {512, 16, 3},
+};
+constexpr int kRegPanelRowCount = static_cast<int>(sizeof(kRegPanelRows) / sizeof(kRegPanelRows[0]));
+static_assert(kRegPanelRows[kRegPanelRowCount - 1].max_rows == 32 * kRegPanelSlots, "the last row covers the slots");
+
 /// The register panel for mp <= 32 kRegPanelSlots rows and NCOL (16 or 32) >= iw columns: the
-/// smallest R (rows per lane) that holds the panel, with the warps of kRegPanelCols.
-template <class T, int NCOL>
-void launch_reg_panel_rows(const Launch& launch, T* const* A, int lda, int m, int row0, int iw, T* tau, int ntau, T* V,
-                           int ldv, long long vstride, int above, T* Tm, long long tstride, T* Y, int count,
-                           const T* mergeV, const T* mergeY, const VarPanel<T>& var = {}) {
+/// first row I.. of kRegPanelRows that holds the panel (the last one for any taller panel).
+template <class T, int NCOL, int I = 0>
+void launch_reg_panel_rows(const Launch& launch, const RegPanelArgs<T>& p, int count) {
     constexpr int D = 32 / NCOL;  // NCOL 16: the same warps, each with half the columns
-    const int mp = m - row0;
-#define STARFACT_REG_PANEL(R_, I_)                                                                                \
-    launch_reg_panel<T, R_, kRegPanelCols[I_] / D, NCOL>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, \
-                                                         above, Tm, tstride, Y, count, mergeV, mergeY, var)
-    if (mp <= 64)
-        STARFACT_REG_PANEL(2, 0);
-    else if (mp <= 128)
-        STARFACT_REG_PANEL(4, 1);
-    else if (mp <= 192)
-        STARFACT_REG_PANEL(6, 2);
-    else if (mp <= 256)
-        STARFACT_REG_PANEL(8, 2);
-    else if (mp <= 320)
-        STARFACT_REG_PANEL(10, 3);
-    else if (mp <= 384)
-        STARFACT_REG_PANEL(12, 3);
-    else if (mp <= 448)
-        STARFACT_REG_PANEL(14, 3);
-    else
-        STARFACT_REG_PANEL(16, 3);
-#undef STARFACT_REG_PANEL
+    constexpr RegPanelRows rows = kRegPanelRows[I];
+    if constexpr (I + 1 < kRegPanelRowCount) {
+        if (p.m - p.row0 > rows.max_rows) {
+            launch_reg_panel_rows<T, NCOL, I + 1>(launch, p, count);
+            return;
+        }
+    }
+    launch_reg_panel<T, rows.R, kRegPanelCols[rows.cols] / D, NCOL>(launch, p, count);
 }
 
 /// Factors one panel of every matrix; with V, also writes V, and T and Y = V T too when it
@@ -935,15 +963,30 @@ bool launch_panel(const Launch& launch, T* const* A, int lda, int m, int row0, i
     if (merged != nullptr) *merged = false;
     if (mp <= 32 * kRegPanelSlots) {
         if (V == nullptr || Tm == nullptr) Y = nullptr;
+        RegPanelArgs<T> p;
+        p.A = A;
+        p.lda = lda;
+        p.m = m;
+        p.row0 = row0;
+        p.iw = iw;
+        p.tau = tau;
+        p.ntau = ntau;
+        p.V = V;
+        p.ldv = ldv;
+        p.vstride = vstride;
+        p.above = above;
+        p.Tm = Tm;
+        p.tstride = tstride;
+        p.Y = Y;
         if (iw <= 16) {
-            launch_reg_panel_rows<T, 16>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                         count, nullptr, nullptr);
+            launch_reg_panel_rows<T, 16>(launch, p, count);
         } else {
             // The merge runs on the tensor cores (double), for a left half of 32 columns.
             const bool merge = std::is_same<T, double>::value && Y != nullptr && mergeV != nullptr &&
                                mergeY != nullptr && merged != nullptr && above % 8 == 0;
-            launch_reg_panel_rows<T, 32>(launch, A, lda, m, row0, iw, tau, ntau, V, ldv, vstride, above, Tm, tstride, Y,
-                                         count, merge ? mergeV : nullptr, merge ? mergeY : nullptr);
+            p.mergeV = merge ? mergeV : nullptr;
+            p.mergeY = merge ? mergeY : nullptr;
+            launch_reg_panel_rows<T, 32>(launch, p, count);
             if (merge) *merged = true;
         }
         return Y != nullptr;
@@ -1189,17 +1232,21 @@ template <class T>
 bool vgeqrf_reg_panel(const Launch& launch, int rows, const int* m, const int* n, const int* lda, T* const* A,
                       T* const* tau, T* Tws, Schedule s, int kmax, int step, int count) {
     if (rows > 32 * kRegPanelSlots || count <= 0) return false;
-    VarPanel<T> var;
-    var.m = m;
-    var.n = n;
-    var.lda = lda;
-    var.tau = tau;
-    var.s = s;
-    var.kmax = kmax;
-    var.step = step;
+    RegPanelArgs<T> p;
+    p.A = A;
+    p.m = rows;
+    p.iw = kVBlock;
+    p.Tm = Tws;
+    p.tstride = kVBlock * kVBlock;
+    p.var.m = m;
+    p.var.n = n;
+    p.var.lda = lda;
+    p.var.tau = tau;
+    p.var.s = s;
+    p.var.kmax = kmax;
+    p.var.step = step;
     // The kernel reads each matrix's shape; rows (the step's bound) picks the instance.
-    launch_reg_panel_rows<T, 32>(launch, A, 0, rows, 0, kVBlock, nullptr, 0, nullptr, 0, 0, 0, Tws, kVBlock * kVBlock,
-                                 nullptr, count, nullptr, nullptr, var);
+    launch_reg_panel_rows<T, 32>(launch, p, count);
     return true;
 }
 

@@ -20,6 +20,7 @@
 
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/lu_small.cuh"
+#include "common/cuda_blas.hpp"
 
 namespace starfact::batched::cuda {
 namespace {
@@ -340,17 +341,6 @@ __global__ void lu_left_swaps_serial_kernel(T* const* A, int lda, int n, const i
 
 // ---- Dispatch -------------------------------------------------------------------------------
 
-inline cublasStatus_t gemm_batched(cublasHandle_t h, int m, int n, int k, const double* alpha,
-                                   const double* const* a, int lda, const double* const* b, int ldb,
-                                   const double* beta, double* const* c, int ldc, int count) {
-    return cublasDgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, count);
-}
-inline cublasStatus_t gemm_batched(cublasHandle_t h, int m, int n, int k, const float* alpha, const float* const* a,
-                                   int lda, const float* const* b, int ldb, const float* beta, float* const* c,
-                                   int ldc, int count) {
-    return cublasSgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, count);
-}
-
 constexpr std::size_t kSharedLimit = 200 * 1024;
 
 template <class T>
@@ -422,7 +412,8 @@ struct Blocked {
                                                                                             a22, count);
         detail::check_launch("getrf (gemm pointers)");
         const T minus_one = T(-1), one = T(1);
-        detail::check(gemm_batched(launch.cublas, rows, cols, k, &minus_one, a21, lda, u12, lda, &one, a22, lda, count),
+        detail::check(cublas::gemm_batched(launch.cublas, CUBLAS_OP_N, CUBLAS_OP_N, rows, cols, k, &minus_one, a21, lda,
+                                           u12, lda, &one, a22, lda, count),
                       "getrf (gemm)");
     }
 };

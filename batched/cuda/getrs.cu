@@ -25,6 +25,7 @@
 
 #include "batched/cuda/common.cuh"
 #include "batched/cuda/trsv_block.cuh"
+#include "common/cuda_blas.hpp"
 
 namespace starfact::batched::cuda {
 namespace {
@@ -331,17 +332,6 @@ bool try_block(const Launch& launch, int n, int nrhs, const T* const* A, int lda
     return launch_block<T, 1>(launch, n, nrhs, A, lda, ipiv, B, ldb, count);
 }
 
-// ---- cuBLAS ---------------------------------------------------------------------------------
-
-inline cublasStatus_t getrs_batched(cublasHandle_t h, int n, int nrhs, const double* const* A, int lda,
-                                    const int* ipiv, double* const* B, int ldb, int* info, int count) {
-    return cublasDgetrsBatched(h, CUBLAS_OP_N, n, nrhs, A, lda, ipiv, B, ldb, info, count);
-}
-inline cublasStatus_t getrs_batched(cublasHandle_t h, int n, int nrhs, const float* const* A, int lda, const int* ipiv,
-                                    float* const* B, int ldb, int* info, int count) {
-    return cublasSgetrsBatched(h, CUBLAS_OP_N, n, nrhs, A, lda, ipiv, B, ldb, info, count);
-}
-
 }  // namespace
 
 template <class T>
@@ -361,8 +351,9 @@ void getrs(const Launch& launch, int n, int nrhs, const T* const* A, int lda, co
                               static_cast<long long>(n) * nrhs > kTuning.cublas_max_work));
     if (use_cublas) {
         int host_info = 0;  // argument errors only; ours are checked by the caller
-        detail::check(getrs_batched(launch.cublas, n, nrhs, A, lda, ipiv, B, ldb, &host_info, count),
-                      "getrs (cublas getrsBatched)");
+        detail::check(
+            cublas::getrs_batched(launch.cublas, CUBLAS_OP_N, n, nrhs, A, lda, ipiv, B, ldb, &host_info, count),
+            "getrs (cublas getrsBatched)");
         return;
     }
     if (!large && (forced == GetrsPath::automatic || forced == GetrsPath::small)) {

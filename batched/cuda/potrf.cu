@@ -42,6 +42,7 @@
 #include "batched/cuda/potrf_leaf.cuh"
 #include "batched/cuda/potrf_registers.hpp"
 #include "batched/cuda/trsv_block.cuh"
+#include "common/cuda_blas.hpp"
 
 namespace starfact::batched::cuda {
 namespace {
@@ -574,30 +575,6 @@ __global__ void gemm_pointers_many_kernel(const PtrJobs<T> jobs, const T** pa, c
     }
 }
 
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const double* alpha, const double* const* A, int lda, const double* const* B, int ldb,
-                            const double* beta, double* const* C, int ldc, int count) {
-    return cublasDgemmBatched(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, count);
-}
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const float* alpha, const float* const* A, int lda, const float* const* B, int ldb,
-                            const float* beta, float* const* C, int ldc, int count) {
-    return cublasSgemmBatched(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, count);
-}
-
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const double* alpha, const double* A, int lda, const double* B, int ldb, const double* beta,
-                            double* C, int ldc, long long stride, int count) {
-    return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, stride, B, ldb, stride, beta, C, ldc, stride,
-                                     count);
-}
-cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const float* alpha, const float* A, int lda, const float* B, int ldb, const float* beta,
-                            float* C, int ldc, long long stride, int count) {
-    return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, stride, B, ldb, stride, beta, C, ldc, stride,
-                                     count);
-}
-
 /// Host pointer mode for alpha and beta while it lives; the caller's mode is restored.
 class HostPointerMode {
 public:
@@ -713,13 +690,15 @@ public:
             const T* b0 = sbase_ + job->ob;
             T* c0 = sbase_ + job->oc;
             if (!c.trans)
-                detail::check(gemm_strided(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, a0, a.ld,
-                                           b0, bv.ld, &one, c0, c.ld, sstride_, count_),
-                              "cublas gemmStridedBatched");
+                detail::check(
+                    cublas::gemm_strided_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, a0,
+                                                 a.ld, sstride_, b0, bv.ld, sstride_, &one, c0, c.ld, sstride_, count_),
+                    "cublas gemmStridedBatched");
             else
-                detail::check(gemm_strided(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, b0,
-                                           bv.ld, a0, a.ld, &one, c0, c.ld, sstride_, count_),
-                              "cublas gemmStridedBatched");
+                detail::check(
+                    cublas::gemm_strided_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, b0,
+                                                 bv.ld, sstride_, a0, a.ld, sstride_, &one, c0, c.ld, sstride_, count_),
+                    "cublas gemmStridedBatched");
             return;
         }
         const std::size_t o = static_cast<std::size_t>(next_) * count_;
@@ -729,12 +708,12 @@ public:
         const T** pb = pb_ + o;
         T** pc = pc_ + o;
         if (!c.trans)
-            detail::check(gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa, a.ld, pb,
-                                       bv.ld, &one, pc, c.ld, problems),
+            detail::check(cublas::gemm_batched(launch_.cublas, op(a, false), op(bv, b_trans), m, n, k, &minus_one, pa,
+                                               a.ld, pb, bv.ld, &one, pc, c.ld, problems),
                           "cublas gemmBatched");
         else  // memory holds C^T: C^T <- C^T - op(B)^T A^T
-            detail::check(gemm_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, pb, bv.ld,
-                                       pa, a.ld, &one, pc, c.ld, problems),
+            detail::check(cublas::gemm_batched(launch_.cublas, op(bv, !b_trans), op(a, true), n, m, k, &minus_one, pb,
+                                               bv.ld, pa, a.ld, &one, pc, c.ld, problems),
                           "cublas gemmBatched");
     }
 

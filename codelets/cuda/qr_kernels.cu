@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <initializer_list>
-#include <type_traits>
 #include <utility>
 
 #include "codelets/cuda/tile_kernels.hpp"
+#include "common/cuda_blas.hpp"
 
 namespace starfact::cuda {
 namespace {
@@ -35,10 +35,7 @@ constexpr int kTsqrtPanel = 256;
 
 std::size_t align_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-template <class T>
-constexpr cudaDataType data_type() {
-    return std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
-}
+using cublas::data_type;
 
 template <class T>
 TileView<const T> as_const(TileView<T> v) {
@@ -75,27 +72,15 @@ private:
     std::size_t used_ = 0;
 };
 
-// ---- cuBLAS overloads the tile wrappers lack ----------------------------------------------
+// ---- cuBLAS calls the tile wrappers lack ---------------------------------------------------
 
-cublasStatus_t geam_(cublasHandle_t h, int m, int n, const double* alpha, const double* A, int lda, const double* beta,
-                     const double* B, int ldb, double* C, int ldc) {
-    return cublasDgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, alpha, A, lda, beta, B, ldb, C, ldc);
-}
-cublasStatus_t geam_(cublasHandle_t h, int m, int n, const float* alpha, const float* A, int lda, const float* beta,
-                     const float* B, int ldb, float* C, int ldc) {
-    return cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, alpha, A, lda, beta, B, ldb, C, ldc);
-}
-cublasStatus_t gram_batched_(cublasHandle_t h, int b, int k, const double* V, int ldv, long long stride_v, double* S,
-                             int lds, long long stride_s, int count) {
-    const double one = 1, zero = 0;
-    return cublasDgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, b, b, k, &one, V, ldv, stride_v, V, ldv, stride_v,
-                                     &zero, S, lds, stride_s, count);
-}
-cublasStatus_t gram_batched_(cublasHandle_t h, int b, int k, const float* V, int ldv, long long stride_v, float* S,
-                             int lds, long long stride_s, int count) {
-    const float one = 1, zero = 0;
-    return cublasSgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, b, b, k, &one, V, ldv, stride_v, V, ldv, stride_v,
-                                     &zero, S, lds, stride_s, count);
+// S_i = V_i^T V_i for the count b-column blocks V_i = V + i * stride_v (k rows each).
+template <class T>
+cublasStatus_t gram_batched_(cublasHandle_t h, int b, int k, const T* V, int ldv, long long stride_v, T* S, int lds,
+                             long long stride_s, int count) {
+    const T one = 1, zero = 0;
+    return cublas::gemm_strided_batched(h, CUBLAS_OP_T, CUBLAS_OP_N, b, b, k, &one, V, ldv, stride_v, V, ldv, stride_v,
+                                        &zero, S, lds, stride_s, count);
 }
 
 /// C = C - W (same shape), in place.
@@ -103,7 +88,8 @@ template <class T>
 cudaError_t subtract(cublasHandle_t h, TileView<const T> W, TileView<T> C) {
     if (C.empty()) return cudaSuccess;
     const T one = 1, minus_one = -1;
-    return from_blas(geam_(h, C.m, C.n, &one, C.data, C.ld, &minus_one, W.data, W.ld, C.data, C.ld));
+    return from_blas(cublas::geam(h, CUBLAS_OP_N, CUBLAS_OP_N, C.m, C.n, &one, C.data, C.ld, &minus_one, W.data, W.ld,
+                                  C.data, C.ld));
 }
 
 // ---- our kernels ---------------------------------------------------------------------------

@@ -1,43 +1,16 @@
 // CUDA tile kernels: thin, checked wrappers over cuBLAS and cuSOLVER's 64-bit API.
 #include "codelets/cuda/tile_kernels.hpp"
 
-#include <type_traits>
+#include "common/cuda_blas.hpp"
 
 namespace starfact::cuda {
 namespace {
+using cublas::data_type;
+
 cublasFillMode_t fill(char uplo) { return (uplo == 'U' || uplo == 'u') ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER; }
 cublasOperation_t op(char t) { return (t == 'T' || t == 't' || t == 'C' || t == 'c') ? CUBLAS_OP_T : CUBLAS_OP_N; }
 cublasSideMode_t side_mode(char s) { return (s == 'R' || s == 'r') ? CUBLAS_SIDE_RIGHT : CUBLAS_SIDE_LEFT; }
 cublasDiagType_t diag_type(char d) { return (d == 'U' || d == 'u') ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT; }
-template <class T>
-constexpr cudaDataType data_type() { return std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F; }
-
-cublasStatus_t trsm_(cublasHandle_t h, cublasSideMode_t s, cublasFillMode_t u, cublasOperation_t t, cublasDiagType_t d,
-                     int m, int n, const double* alpha, const double* A, int lda, double* B, int ldb) {
-    return cublasDtrsm(h, s, u, t, d, m, n, alpha, A, lda, B, ldb);
-}
-cublasStatus_t trsm_(cublasHandle_t h, cublasSideMode_t s, cublasFillMode_t u, cublasOperation_t t, cublasDiagType_t d,
-                     int m, int n, const float* alpha, const float* A, int lda, float* B, int ldb) {
-    return cublasStrsm(h, s, u, t, d, m, n, alpha, A, lda, B, ldb);
-}
-cublasStatus_t syrk_(cublasHandle_t h, cublasFillMode_t u, cublasOperation_t t, int n, int k, const double* alpha,
-                     const double* A, int lda, const double* beta, double* C, int ldc) {
-    return cublasDsyrk(h, u, t, n, k, alpha, A, lda, beta, C, ldc);
-}
-cublasStatus_t syrk_(cublasHandle_t h, cublasFillMode_t u, cublasOperation_t t, int n, int k, const float* alpha,
-                     const float* A, int lda, const float* beta, float* C, int ldc) {
-    return cublasSsyrk(h, u, t, n, k, alpha, A, lda, beta, C, ldc);
-}
-cublasStatus_t gemm_(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                     const double* alpha, const double* A, int lda, const double* B, int ldb, const double* beta,
-                     double* C, int ldc) {
-    return cublasDgemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-cublasStatus_t gemm_(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                     const float* alpha, const float* A, int lda, const float* B, int ldb, const float* beta, float* C,
-                     int ldc) {
-    return cublasSgemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-}
 }  // namespace
 
 template <class T>
@@ -60,15 +33,15 @@ template <class T>
 cublasStatus_t trsm(cublasHandle_t h, char side, char uplo, char transa, char diag, T alpha, TileView<const T> A,
                     TileView<T> B) {
     if (B.empty()) return CUBLAS_STATUS_SUCCESS;
-    return trsm_(h, side_mode(side), fill(uplo), op(transa), diag_type(diag), B.m, B.n, &alpha, A.data, A.ld, B.data,
-                 B.ld);
+    return cublas::trsm(h, side_mode(side), fill(uplo), op(transa), diag_type(diag), B.m, B.n, &alpha, A.data, A.ld,
+                        B.data, B.ld);
 }
 
 template <class T>
 cublasStatus_t syrk(cublasHandle_t h, char uplo, char trans, T alpha, TileView<const T> A, T beta, TileView<T> C) {
     if (C.empty()) return CUBLAS_STATUS_SUCCESS;
     const int k = op(trans) == CUBLAS_OP_N ? A.n : A.m;
-    return syrk_(h, fill(uplo), op(trans), C.n, k, &alpha, A.data, A.ld, &beta, C.data, C.ld);
+    return cublas::syrk(h, fill(uplo), op(trans), C.n, k, &alpha, A.data, A.ld, &beta, C.data, C.ld);
 }
 
 template <class T>
@@ -76,7 +49,8 @@ cublasStatus_t gemm(cublasHandle_t h, char transa, char transb, T alpha, TileVie
                     T beta, TileView<T> C) {
     if (C.empty()) return CUBLAS_STATUS_SUCCESS;
     const int k = op(transa) == CUBLAS_OP_N ? A.n : A.m;
-    return gemm_(h, op(transa), op(transb), C.m, C.n, k, &alpha, A.data, A.ld, B.data, B.ld, &beta, C.data, C.ld);
+    return cublas::gemm(h, op(transa), op(transb), C.m, C.n, k, &alpha, A.data, A.ld, B.data, B.ld, &beta, C.data,
+                        C.ld);
 }
 
 template std::size_t potrf_workspace<float>(cusolverDnHandle_t, cusolverDnParams_t, char, TileView<float>);
