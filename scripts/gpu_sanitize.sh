@@ -56,6 +56,7 @@ test_lu|*CudaForced*|starpu|*CudaForced*
 test_qr|*Cuda*|starpu|*Cuda*
 test_codelets|*Cuda*|starpu|*Cuda*
 test_matrix_kinds|*Cuda|starpu|*Cuda
+test_tile_host|*Cuda*:*Gpu*|starpu|*Cuda*:*Gpu*
 "
 
 sanitizer=$(command -v compute-sanitizer || true)
