@@ -27,7 +27,7 @@
 #include "codelets/trace.hpp"
 #include "common/error.hpp"
 #include "common/matgen.hpp"
-#include "common/model_check.hpp"
+#include "perfmodels/model_check.hpp"
 #include "drivers/commands.hpp"
 #include "drivers/session.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"

@@ -9,7 +9,7 @@
 #include "batched/batched.hpp"
 #include "batched/vbatched.hpp"
 #include "codelets/codelets.hpp"
-#include "common/model_check.hpp"
+#include "perfmodels/model_check.hpp"
 #include "drivers/commands.hpp"
 #include "drivers/session.hpp"
 #ifdef STARFACT_HAVE_CUDA

@@ -19,7 +19,7 @@ void add_calibrate_command(CLI::App& app, Run& run);
 void add_sched_study_command(CLI::App& app, Run& run);
 void add_batched_command(CLI::App& app, Run& run);
 
-/// The pre-flight of the performance-model directory (common/model_check.hpp), before any
+/// The pre-flight of the performance-model directory (perfmodels/model_check.hpp), before any
 /// StarPU starts: throws models::ModelFileError (exit code 2) naming a file StarPU would abort
 /// on and its fix; prints its notes on stderr. Calibrating when STARPU_CALIBRATE >= 1.
 void preflight_models();

@@ -16,7 +16,7 @@
 
 #include "codelets/codelets.hpp"
 #include "common/error.hpp"
-#include "common/model_check.hpp"
+#include "perfmodels/model_check.hpp"
 #include "io/atomic_file.hpp"
 #include "io/io.hpp"
 

@@ -28,7 +28,7 @@
 #include "codelets/codelets.hpp"
 #include "codelets/trace.hpp"
 #include "common/matgen.hpp"
-#include "common/model_check.hpp"
+#include "perfmodels/model_check.hpp"
 #include "test_support.hpp"
 #include "tile_algorithms/tile_algorithms.hpp"
 

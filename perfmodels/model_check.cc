@@ -1,5 +1,5 @@
 // Model files without StarPU: reader, pre-flight, calibration lock, convergence analysis.
-#include "common/model_check.hpp"
+#include "perfmodels/model_check.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
