@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     app.add_option("--counts", counts, "Batch count per size (one value: the same for all)")->delimiter(',');
     app.add_option("--nrhs", nrhs_list, "Right-hand sides for potrs (cuSOLVER only for 1)")->delimiter(',');
     app.add_option("--reps", reps, "Timed repetitions (median reported)")->check(CLI::PositiveNumber);
-    app.add_option("--cpu", cpu, "Run the CPU baseline");
+    app.add_flag_callback("--no-cpu", [&cpu] { cpu = false; }, "Skip the CPU baseline");
     app.add_option("--json", out_path, "Also write the JSON lines to this file");
     CLI11_PARSE(app, argc, argv);
     if (counts.size() == 1) counts.assign(sizes.size(), counts[0]);

@@ -73,7 +73,7 @@ struct Options {
         app.add_option("--dist", dists, "Distributions: uniform, skewed")->check(CLI::IsMember({"uniform", "skewed"}));
         app.add_option("--count", count, "Matrices per batch")->check(CLI::PositiveNumber);
         app.add_option("--reps", reps, "Timed repetitions (median reported)")->check(CLI::PositiveNumber);
-        app.add_option("--cpu", cpu, "Run the CPU baseline");
+        app.add_flag_callback("--no-cpu", [this] { cpu = false; }, "Skip the CPU baseline");
         app.add_option("--json", out_path, "Also write the JSON lines to this file");
     }
 };
