@@ -88,7 +88,8 @@ void discard_tiles(TileMatrix<T>& t) {
     // Write access in main memory invalidates every other copy without a transfer.
     for (int j = 0; j < t.nt(); ++j)
         for (int i = 0; i < t.mt(); ++i)
-            if (starpu_data_acquire(t(i, j), STARPU_W) == 0) starpu_data_release(t(i, j));
+            if (starpu_data_acquire_on_node(t(i, j), STARPU_MAIN_RAM, STARPU_W) == 0)
+                starpu_data_release_on_node(t(i, j), STARPU_MAIN_RAM);
 }
 
 template <class T>

@@ -214,11 +214,11 @@ template <class T>
 class HostTile {
 public:
     HostTile(starpu_data_handle_t h, starpu_data_access_mode mode) : h_(h) {
-        starpu_data_acquire(h_, mode);
+        starpu_data_acquire_on_node(h_, STARPU_MAIN_RAM, mode);  // not the home: it may be a GPU
         data_ = reinterpret_cast<T*>(starpu_matrix_get_local_ptr(h_));
         ld_ = static_cast<int>(starpu_matrix_get_local_ld(h_));
     }
-    ~HostTile() { starpu_data_release(h_); }
+    ~HostTile() { starpu_data_release_on_node(h_, STARPU_MAIN_RAM); }
     HostTile(const HostTile&) = delete;
     HostTile& operator=(const HostTile&) = delete;
     T& operator()(int i, int j) const { return data_[i + static_cast<std::size_t>(j) * ld_]; }

@@ -51,7 +51,8 @@ HostTiles<T>::HostTiles(const TileMatrix<T>& t, starpu_data_access_mode mode, co
         for (int i = 0; i < t.mt(); ++i) {
             if (!want(i, j)) continue;
             starpu_data_handle_t h = t(i, j);
-            if (starpu_data_acquire(h, mode) != 0) {
+            // In main memory, not at the home node (a GPU for TileMatrix::on_gpus).
+            if (starpu_data_acquire_on_node(h, STARPU_MAIN_RAM, mode) != 0) {
                 release();
                 throw RuntimeError(fmt::format("cannot acquire tile ({}, {}) in main memory", i, j));
             }
@@ -70,7 +71,7 @@ HostTiles<T>::~HostTiles() {
 template <class T>
 void HostTiles<T>::release() noexcept {
     paused_.reset();
-    for (starpu_data_handle_t h : acquired_) starpu_data_release(h);
+    for (starpu_data_handle_t h : acquired_) starpu_data_release_on_node(h, STARPU_MAIN_RAM);
     acquired_.clear();
 }
 

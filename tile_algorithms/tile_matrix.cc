@@ -198,7 +198,8 @@ void TileMatrix<T>::copy_lapack(T* A, int lda, bool into_tiles) const {
     parallel_for(nt_, [&](int j) {
         for (int i = 0; i < mt_; ++i) {
             starpu_data_handle_t h = (*this)(i, j);
-            starpu_data_acquire(h, into_tiles ? STARPU_W : STARPU_R);
+            // In main memory, not at the home node (a GPU for on_gpus()).
+            starpu_data_acquire_on_node(h, STARPU_MAIN_RAM, into_tiles ? STARPU_W : STARPU_R);
             const int tm = tile_m(i);
             // Where the tile lies in main memory now (StarPU's copy for a tile homed on a GPU).
             T* tile = reinterpret_cast<T*>(starpu_matrix_get_local_ptr(h));
@@ -211,7 +212,7 @@ void TileMatrix<T>::copy_lapack(T* A, int lda, bool into_tiles) const {
                 else
                     std::memcpy(lapack_col, tile_col, sizeof(T) * tm);
             }
-            starpu_data_release(h);
+            starpu_data_release_on_node(h, STARPU_MAIN_RAM);
         }
     });
 }
