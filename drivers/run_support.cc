@@ -105,7 +105,10 @@ GenerateOn generate_on(bool host_reads, std::int64_t bytes, int ncuda) {
     if (!asked.empty() && asked != "auto")
         throw ArgumentError("STARFACT_GENERATE", fmt::format("must be host, gpu or auto, got '{}'", asked));
     if (ncuda <= 0 || host_reads) return GenerateOn::Host;
-    return bytes <= Runtime::cuda_memory_bytes() ? GenerateOn::Gpu : GenerateOn::Host;
+    // Tiles homed on a GPU cannot be evicted: a quarter of its memory stays for what the
+    // factorization allocates there (LU's L factors are a quarter of the lower tiles with the
+    // trtri variant, QR's T factors, diagonal copies, cuSOLVER's workspaces).
+    return bytes <= Runtime::cuda_memory_bytes() / 4 * 3 ? GenerateOn::Gpu : GenerateOn::Host;
 }
 
 const char* generate_on_name(GenerateOn g) { return g == GenerateOn::Gpu ? "gpu" : "host"; }

@@ -76,8 +76,9 @@ std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb);
 /// born in device memory and never fills, pins or crosses to main memory.
 enum class GenerateOn { Host, Gpu };
 
-/// Gpu when a CUDA worker exists, the matrix (`bytes`) fits the memory StarPU may use on the
-/// GPUs (Runtime::cuda_memory_bytes) and nothing on the host reads it (`host_reads`: a check,
+/// Gpu when a CUDA worker exists, the matrix (`bytes`) fits three quarters of the memory StarPU
+/// may use on the GPUs (Runtime::cuda_memory_bytes; the rest is for the factorization's own
+/// data, since GPU-homed tiles cannot be evicted) and nothing on the host reads it (`host_reads`: a check,
 /// an output); otherwise Host. STARFACT_GENERATE=host or gpu forces one (gpu falls back to
 /// host without a CUDA worker); auto or unset decides as above; anything else throws
 /// ArgumentError naming STARFACT_GENERATE.
