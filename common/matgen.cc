@@ -14,10 +14,8 @@
 namespace starfact::matgen {
 namespace {
 using detail::mix;
-double entry_mixed(std::uint64_t mixed_seed, std::uint64_t i, std::uint64_t j) {
-    return detail::uniform_entry(mixed_seed, i, j);
-}
-double entry(std::uint64_t seed, std::uint64_t i, std::uint64_t j) { return entry_mixed(mix(seed), i, j); }
+using detail::uniform_entry;
+double entry(std::uint64_t seed, std::uint64_t i, std::uint64_t j) { return uniform_entry(mix(seed), i, j); }
 
 // Below this many entries one thread fills the matrix: starting threads would cost more.
 constexpr std::int64_t kSerialEntries = std::int64_t(1) << 20;
@@ -36,7 +34,7 @@ void uniform(int m, int n, std::uint64_t seed, T* A, int lda) {
         n,
         [=](int j) {
             T* col = A + static_cast<std::int64_t>(j) * lda;
-            for (int i = 0; i < m; ++i) col[i] = static_cast<T>(entry_mixed(ms, i, j));
+            for (int i = 0; i < m; ++i) col[i] = static_cast<T>(uniform_entry(ms, i, j));
         },
         static_cast<std::int64_t>(m) * n < kSerialEntries ? 1 : 0);
 }
@@ -75,7 +73,7 @@ void spd(int n, std::uint64_t seed, T* A, int lda) {
                 T* col = A + static_cast<std::int64_t>(j) * ld;
                 for (int r = I == J ? c : 0; r < bi; ++r) {
                     const int i = i0 + r;
-                    T v = static_cast<T>(entry_mixed(ms, i, j) + entry_mixed(ms, j, i));
+                    T v = static_cast<T>(uniform_entry(ms, i, j) + uniform_entry(ms, j, i));
                     if (i == j) v += shift;
                     b[r + c * kSpdBlock] = v;
                     col[i] = v;
@@ -96,7 +94,7 @@ void uniform_block(std::uint64_t seed, int i0, int j0, int rows, int cols, T* B,
     const std::uint64_t ms = mix(seed);
     for (int c = 0; c < cols; ++c) {
         T* col = B + static_cast<std::int64_t>(c) * ldb;
-        for (int r = 0; r < rows; ++r) col[r] = static_cast<T>(entry_mixed(ms, i0 + r, j0 + c));
+        for (int r = 0; r < rows; ++r) col[r] = static_cast<T>(uniform_entry(ms, i0 + r, j0 + c));
     }
 }
 

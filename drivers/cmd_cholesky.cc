@@ -84,8 +84,7 @@ int run_cholesky(Op op, const FactorOptions& o, const std::string& check_kind, c
     // it, it is generated on the GPUs, into tiles that exist only there (generate_on).
     const bool full_check = o.check && op == Op::Potrf && kind == checks::CheckKind::Full;
     const bool held = in.has_a() || full_check;
-    const GenerateOn where = in.has_a() ? GenerateOn::Host
-                                        : generate_on(o.check, static_cast<std::int64_t>(n) * n * sizeof(T), rt.ncuda());
+    const GenerateOn where = generate_on(in.has_a(), o.check, static_cast<std::int64_t>(n) * n * sizeof(T), rt.ncuda());
     const GeneratedMatrix generated{matgen::Kind::Spd, seed, n};
     config["generate"] = generate_on_name(where);
     auto pending_a = allocate_tiles<T>(n, n, nb, where);

@@ -61,8 +61,7 @@ int run_lu(Op op, const FactorOptions& o, const std::string& check_kind, const F
     const LuSchedule schedule = parse_lu_schedule(o.schedule);
     // Generated on the GPUs, into tiles that exist only there, when nothing on the host reads
     // the matrix (generate_on).
-    const GenerateOn where = in.has_a() ? GenerateOn::Host
-                                        : generate_on(o.check, static_cast<std::int64_t>(m) * n * sizeof(T), rt.ncuda());
+    const GenerateOn where = generate_on(in.has_a(), o.check, static_cast<std::int64_t>(m) * n * sizeof(T), rt.ncuda());
     const GeneratedMatrix generated{matgen::Kind::Uniform, seed, n};
     config["generate"] = generate_on_name(where);
     out.header(config);

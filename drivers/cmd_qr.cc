@@ -89,8 +89,7 @@ int run_qr(Op op, const FactorOptions& o, const TreeOptions& tree, const std::st
     // Generated on the GPUs, into tiles that exist only there, when nothing on the host reads
     // the matrix (generate_on); then A is not generated on the host at all unless a forced
     // STARFACT_GENERATE=gpu run checks it.
-    const GenerateOn where = in.has_a() ? GenerateOn::Host
-                                        : generate_on(o.check, static_cast<std::int64_t>(m) * n * sizeof(T), rt.ncuda());
+    const GenerateOn where = generate_on(in.has_a(), o.check, static_cast<std::int64_t>(m) * n * sizeof(T), rt.ncuda());
     const GeneratedMatrix generated{matgen::Kind::Uniform, seed, n};
     config["generate"] = generate_on_name(where);
     out.header(config);

@@ -97,13 +97,13 @@ std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb) {
     return std::async(std::launch::async, [m, n, nb] { return TileMatrix<T>(m, n, nb); });
 }
 
-GenerateOn generate_on(bool host_reads, std::int64_t bytes, int ncuda) {
+GenerateOn generate_on(bool from_file, bool host_reads, std::int64_t bytes, int ncuda) {
     const char* env = std::getenv("STARFACT_GENERATE");
     const std::string asked = env != nullptr ? env : "";
-    if (asked == "host") return GenerateOn::Host;
-    if (asked == "gpu") return ncuda > 0 ? GenerateOn::Gpu : GenerateOn::Host;
-    if (!asked.empty() && asked != "auto")
+    if (!asked.empty() && asked != "host" && asked != "gpu" && asked != "auto")
         throw ArgumentError("STARFACT_GENERATE", fmt::format("must be host, gpu or auto, got '{}'", asked));
+    if (from_file || asked == "host") return GenerateOn::Host;
+    if (asked == "gpu") return ncuda > 0 ? GenerateOn::Gpu : GenerateOn::Host;
     if (ncuda <= 0 || host_reads) return GenerateOn::Host;
     // Tiles homed on a GPU cannot be evicted: a quarter of its memory stays for what the
     // factorization allocates there (LU's L factors are a quarter of the lower tiles with the

@@ -76,13 +76,14 @@ std::future<TileMatrix<T>> allocate_tiles(int m, int n, int nb);
 /// born in device memory and never fills, pins or crosses to main memory.
 enum class GenerateOn { Host, Gpu };
 
-/// Gpu when a CUDA worker exists, the matrix (`bytes`) fits three quarters of the memory StarPU
-/// may use on the GPUs (Runtime::cuda_memory_bytes; the rest is for the factorization's own
-/// data, since GPU-homed tiles cannot be evicted) and nothing on the host reads it (`host_reads`: a check,
-/// an output); otherwise Host. STARFACT_GENERATE=host or gpu forces one (gpu falls back to
-/// host without a CUDA worker); auto or unset decides as above; anything else throws
-/// ArgumentError naming STARFACT_GENERATE.
-GenerateOn generate_on(bool host_reads, std::int64_t bytes, int ncuda);
+/// Host for a file's matrix (`from_file`), whatever is asked. Otherwise Gpu when a CUDA worker
+/// exists, the matrix (`bytes`) fits three quarters of the memory StarPU may use on the GPUs
+/// (Runtime::cuda_memory_bytes; the rest is for the factorization's own data, since GPU-homed
+/// tiles cannot be evicted) and nothing on the host reads it (`host_reads`: a check, an
+/// output); otherwise Host. STARFACT_GENERATE=host or gpu forces one (gpu falls back to host
+/// without a CUDA worker); auto or unset decides as above; anything else throws ArgumentError
+/// naming STARFACT_GENERATE.
+GenerateOn generate_on(bool from_file, bool host_reads, std::int64_t bytes, int ncuda);
 const char* generate_on_name(GenerateOn g);
 
 /// allocate_tiles for GenerateOn::Host; for Gpu, TileMatrix::on_gpus (allocated when get() is called).

@@ -135,8 +135,8 @@ int lu_block_width(const TileMatrix<T>& A) {
     if (const char* env = std::getenv("STARFACT_LU_OOC_WIDTH"); env != nullptr && *env != '\0') {
         char* end = nullptr;
         const long w = std::strtol(env, &end, 10);
-        if (end == env || *end != '\0' || w < 0)
-            throw ArgumentError("STARFACT_LU_OOC_WIDTH", fmt::format("must be an integer >= 0, got '{}'", env));
+        require(end != env && *end == '\0' && w >= 0, "STARFACT_LU_OOC_WIDTH",
+                fmt::format("must be an integer >= 0, got '{}'", env));
         return static_cast<int>(std::min<long>(w, A.nt()));
     }
     const std::int64_t gpu = Runtime::cuda_memory_bytes();
